@@ -1,0 +1,32 @@
+# One entry point: `make run` starts MemoryHub, `make test` runs every test.
+# Both set up what they need on a fresh machine (virtualenv, packages, Chromium for browser tests).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test lint bench chromium clean-db
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py serve
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "Installing Chromium for the browser tests..."; \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	    else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+
+test: $(STAMP) chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean-db:
+	rm -rf var/

@@ -1,0 +1,111 @@
+"""Who may do what on which bank.
+
+A ``Principal`` is either an API token (grants of bank-id globs to permissions)
+or a curation operator (per-bank roles; superusers see every bank).
+
+Lookups answer so that bank names never leak: a caller with no grant at all on
+a bank id gets the same 403 whether or not the bank exists; a caller with a
+grant on an id that does not exist gets a 404.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from banks.models import Bank, BankMembership, BankRole
+from memoryhub.errors import AccessDenied, BankNotFound, InvalidInput
+
+PERMISSIONS = ("read", "write", "forget", "admin")
+ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
+    BankRole.VIEWER: frozenset({"read"}),
+    BankRole.CURATOR: frozenset({"read", "write", "forget"}),
+    BankRole.ADMIN: frozenset(PERMISSIONS),
+}
+
+
+def normalise_permissions(values: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """``*`` stands for every permission (as Astrocyte's documentation promises)."""
+    perms: set[str] = set()
+    for value in values:
+        value = value.strip().lower()
+        if value == "*":
+            perms.update(PERMISSIONS)
+        elif value in PERMISSIONS:
+            perms.add(value)
+        else:
+            raise InvalidInput(f"unknown permission {value!r}; use read, write, forget, admin or *",
+                               field="permissions")
+    return frozenset(perms)
+
+
+@dataclass
+class Principal:
+    label: str
+    grants: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    is_superuser: bool = False
+    user_id: int | None = None
+    token_id: int | None = None
+
+    def permissions_for(self, bank_id: str) -> frozenset[str]:
+        if self.is_superuser:
+            return frozenset(PERMISSIONS)
+        perms: set[str] = set()
+        for pattern, granted in self.grants:
+            if fnmatch.fnmatchcase(bank_id, pattern):
+                perms |= granted
+        return frozenset(perms)
+
+    def can(self, bank_id: str, permission: str) -> bool:
+        return permission in self.permissions_for(bank_id)
+
+    def visible_banks(self) -> QuerySet[Bank]:
+        banks = Bank.objects.active()
+        if self.is_superuser:
+            return banks
+        if self.user_id is not None:
+            return banks.filter(memberships__user_id=self.user_id)
+        ids = [b.pk for b in banks.only("pk", "bank_id") if self.permissions_for(b.bank_id)]
+        return banks.filter(pk__in=ids)
+
+
+def principal_for_token(token: object) -> Principal:
+    grants = []
+    for grant in getattr(token, "grants", []) or []:
+        grants.append((str(grant.get("bank", "")), normalise_permissions(grant.get("permissions", []))))
+    return Principal(label=f"token:{token.prefix}", grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
+
+
+def principal_for_user(user: object) -> Principal:
+    if getattr(user, "is_superuser", False):
+        return Principal(label=f"user:{user.get_username()}", is_superuser=True, user_id=user.pk)  # type: ignore[attr-defined]
+    grants = [
+        (bank_id, ROLE_PERMISSIONS.get(role, frozenset()))
+        for bank_id, role in BankMembership.objects.filter(user=user, bank__deleted_at__isnull=True)
+        .values_list("bank__bank_id", "role")
+    ]
+    return Principal(label=f"user:{user.get_username()}", grants=grants, user_id=user.pk)  # type: ignore[attr-defined]
+
+
+def bank_for(principal: Principal, bank_id: str, permission: str, *, create: bool = False) -> Bank:
+    """The bank ``bank_id`` if ``principal`` holds ``permission`` on it.
+
+    With ``create`` (retain), a bank the caller may write to is created on first use,
+    as Astrocyte's implicit banks are, unless MEMORYHUB_AUTO_CREATE_BANKS is off.
+    """
+    if not isinstance(bank_id, str) or not bank_id:
+        raise InvalidInput("Field required", field="bank_id")
+    perms = principal.permissions_for(bank_id)
+    if permission not in perms:
+        raise AccessDenied(principal.label, permission, bank_id)
+    bank = Bank.objects.active().filter(bank_id=bank_id).first()
+    if bank is not None:
+        return bank
+    if create and settings.MEMORYHUB_AUTO_CREATE_BANKS:
+        from banks.services.banks import bank_create
+
+        return bank_create(bank_id=bank_id, actor=principal.label, get_existing=True)
+    raise BankNotFound(bank_id)

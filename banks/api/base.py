@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from banks.access import Principal, bank_for
+from banks.api.auth import principal_of
+from banks.api.wire import parse
+from banks.models import Bank
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class BankApiView(APIView):
+    """A /v1 operation: parse the body, resolve the bank for the caller, call one service."""
+
+    def principal(self, request: Request) -> Principal:
+        return principal_of(request)
+
+    def body(self, request: Request, model: type[M]) -> M:
+        return parse(model, request.data)
+
+    def query(self, request: Request, model: type[M]) -> M:
+        return parse(model, {k: v for k, v in request.query_params.items()})
+
+    def bank(self, request: Request, bank_id: str, permission: str, *, create: bool = False) -> Bank:
+        return bank_for(self.principal(request), bank_id, permission, create=create)
+
+    def actor(self, request: Request) -> str:
+        return self.principal(request).label
+
+
+def ok(data: Any, status: int = 200):  # noqa: ANN201
+    from rest_framework.response import Response
+
+    return Response(data, status=status)

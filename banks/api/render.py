@@ -1,0 +1,79 @@
+"""Response bodies of /v1: the field order and names of Astrocyte's result dataclasses."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from banks.selectors.recall import RecallHit, RecallOutcome, RecallTrace
+from banks.services.forget import ForgetOutcome
+from banks.services.memories import RetainOutcome
+
+
+def iso(value: datetime | date | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def retain_result(outcome: RetainOutcome) -> dict[str, Any]:
+    return {
+        "stored": outcome.stored,
+        "memory_id": outcome.memory_id,
+        "deduplicated": outcome.deduplicated,
+        "error": outcome.error,
+        "retention_action": outcome.retention_action,
+        "curated": False,
+        "memory_layer": outcome.memory.memory_layer if outcome.memory else None,
+        "duplicate_of": outcome.duplicate_of,
+        "similarity": outcome.similarity,
+    }
+
+
+def memory_hit(hit: RecallHit) -> dict[str, Any]:
+    return {
+        "text": hit.text,
+        "score": hit.score,
+        "fact_type": hit.fact_type,
+        "metadata": hit.metadata,
+        "tags": hit.tags,
+        "occurred_at": iso(hit.occurred_at),
+        "source": hit.source,
+        "memory_id": hit.memory_id,
+        "bank_id": hit.bank_id,
+        "memory_layer": hit.memory_layer,
+        "utility_score": None,
+        "retained_at": iso(hit.retained_at),
+        "chunk_id": None,
+        "layer": hit.layer,
+    }
+
+
+def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
+    if trace is None:
+        return None
+    return {
+        "strategies_used": trace.strategies_used,
+        "total_candidates": trace.total_candidates,
+        "fusion_method": trace.fusion_method,
+        "latency_ms": trace.latency_ms,
+        "strategy_timings_ms": trace.strategy_timings_ms,
+        "strategy_candidate_counts": trace.strategy_candidate_counts,
+        "tier_used": trace.tier_used,
+        "layer_distribution": trace.layer_distribution,
+        "cache_hit": trace.cache_hit,
+        "wiki_tier_used": trace.wiki_tier_used,
+    }
+
+
+def recall_result(outcome: RecallOutcome, *, include_trace: bool = True) -> dict[str, Any]:
+    return {
+        "hits": [memory_hit(h) for h in outcome.hits],
+        "total_available": outcome.total_available,
+        "truncated": outcome.truncated,
+        "trace": recall_trace(outcome.trace) if include_trace else None,
+        "authority_context": None,
+        "top_semantic_score": outcome.top_semantic_score,
+    }
+
+
+def forget_result(outcome: ForgetOutcome) -> dict[str, Any]:
+    return {"deleted_count": outcome.deleted_count, "archived_count": outcome.archived_count}

@@ -1,0 +1,90 @@
+"""Request bodies of /v1, field for field as Astrocyte's gateway and the seed documentation name them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from banks.api.wire import ResultCount, UtcDatetime, WireModel
+
+
+class RetainRequest(WireModel):
+    content: str
+    bank_id: str
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    occurred_at: UtcDatetime | None = None
+    source: str | None = Field(default=None, max_length=2048)
+    # Documented by the seed's Python signature; accepted over REST too.
+    content_type: str = "text"
+    extraction_profile: str | None = None
+    pii_detected: bool = False
+    # MemoryHub extensions.
+    memory_id: str | None = Field(default=None, min_length=1, max_length=255)
+    fact_type: str | None = Field(default=None, min_length=1, max_length=64)
+    memory_layer: str | None = Field(default=None, max_length=64)
+    entities: list[dict[str, Any]] | None = None
+
+
+class TimeRange(WireModel):
+    start: UtcDatetime | None = None
+    end: UtcDatetime | None = None
+
+
+class RecallRequest(WireModel):
+    query: str
+    bank_id: str | None = None
+    banks: list[str] | None = None
+    strategy: Literal["parallel", "cascade", "first_match"] | None = None
+    max_results: ResultCount = 10
+    max_tokens: int | None = None
+    tags: list[str] | None = None
+    fact_types: list[str] | None = None
+    time_range: TimeRange | list[UtcDatetime | None] | None = None
+    as_of: UtcDatetime | None = None
+    layers: list[str] | None = None
+    include_sources: bool = False
+    include_directives: bool = True
+    include_observations: bool = False
+    include_trace: bool = True
+    min_results_to_stop: int = Field(default=3, ge=1)
+    cascade_order: list[str] | None = None
+    bank_weights: dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_bank(self) -> RecallRequest:
+        if not self.bank_id and not self.banks:
+            raise ValueError("bank_id or banks is required")
+        if isinstance(self.time_range, list) and len(self.time_range) != 2:
+            raise ValueError("time_range must be [start, end]")
+        return self
+
+    def time_bounds(self) -> tuple[Any, Any] | None:
+        if self.time_range is None:
+            return None
+        if isinstance(self.time_range, TimeRange):
+            return (self.time_range.start, self.time_range.end)
+        return (self.time_range[0], self.time_range[1])
+
+
+class HistoryRequest(WireModel):
+    query: str
+    bank_id: str
+    as_of: UtcDatetime
+    max_results: ResultCount = 10
+    max_tokens: int | None = None
+    tags: list[str] | None = None
+
+
+class ForgetRequest(WireModel):
+    bank_id: str
+    memory_ids: list[str] | None = None
+    tags: list[str] | None = None
+    scope: Literal["all"] | None = None
+    before_date: UtcDatetime | None = None
+    compliance: bool = False
+    reason: str | None = None
+    archive: bool = False
+    # Astrocyte Oct-2026: erase purges content for good; same as a compliance forget here.
+    erase: bool = False

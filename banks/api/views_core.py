@@ -1,0 +1,115 @@
+"""/v1 core operations: retain, recall, history, forget, and health probes."""
+
+from __future__ import annotations
+
+from django.db import connection
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from banks.api import render
+from banks.api.base import BankApiView, ok
+from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
+from banks.selectors.multibank import recall_many
+from banks.selectors.recall import RecallFilters, recall_bank
+from banks.services.forget import memory_forget
+from banks.services.memories import memory_retain
+
+
+class RetainApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, RetainRequest)
+        bank = self.bank(request, body.bank_id, "write", create=True)
+        outcome = memory_retain(
+            bank=bank, text=body.content, actor=self.actor(request), tags=body.tags, metadata=body.metadata,
+            occurred_at=body.occurred_at, source=body.source, fact_type=body.fact_type,
+            memory_layer=body.memory_layer, memory_id=body.memory_id, entities=body.entities,
+            pii=body.pii_detected,
+        )
+        return ok(render.retain_result(outcome))
+
+
+class RecallApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, RecallRequest)
+        filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
+                                as_of=body.as_of, layers=body.layers)
+        if body.banks and not (body.bank_id and len(body.banks) <= 1 and body.banks[0] == body.bank_id):
+            bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks)))
+            banks = [self.bank(request, bank_id, "read") for bank_id in bank_ids]
+            outcome = recall_many(
+                banks, body.query, strategy=body.strategy or "parallel", max_results=body.max_results,
+                max_tokens=body.max_tokens, filters=filters, include_directives=body.include_directives,
+                include_observations=body.include_observations, min_results_to_stop=body.min_results_to_stop,
+                cascade_order=body.cascade_order, bank_weights=body.bank_weights,
+            )
+            return ok(render.recall_result(outcome, include_trace=body.include_trace))
+        bank = self.bank(request, body.bank_id or body.banks[0], "read")  # type: ignore[index]
+        outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
+                              filters=filters, include_directives=body.include_directives,
+                              include_observations=body.include_observations)
+        return ok(render.recall_result(outcome, include_trace=body.include_trace))
+
+
+class HistoryApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, HistoryRequest)
+        bank = self.bank(request, body.bank_id, "read")
+        outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
+                              filters=RecallFilters(tags=body.tags, as_of=body.as_of), include_directives=False)
+        return ok({
+            "hits": [render.memory_hit(h) for h in outcome.hits],
+            "total_available": outcome.total_available,
+            "truncated": outcome.truncated,
+            "as_of": render.iso(body.as_of),
+            "bank_id": bank.bank_id,
+            "trace": render.recall_trace(outcome.trace),
+        })
+
+
+class ForgetApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, ForgetRequest)
+        # Wiping a whole bank or erasing for compliance is an admin act; the rest needs forget.
+        needs_admin = body.scope == "all" or body.compliance or body.erase
+        bank = self.bank(request, body.bank_id, "admin" if needs_admin else "forget")
+        outcome = memory_forget(
+            bank=bank, actor=self.actor(request), memory_ids=body.memory_ids, tags=body.tags, scope=body.scope,
+            before_date=body.before_date, archive=body.archive, compliance=body.compliance or body.erase,
+            reason=body.reason or ("erase requested" if body.erase and not body.reason else ""),
+        )
+        return ok(render.forget_result(outcome))
+
+
+class LiveApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        return Response({"status": "ok"})
+
+
+class HealthApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        import time
+
+        from django.utils import timezone
+
+        started = time.perf_counter()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                row = cursor.fetchone()
+            healthy, message = bool(row), (f"postgresql ok, pgvector {row[0]}" if row else "pgvector missing")
+        except Exception as exc:  # the probe reports any database failure instead of raising
+            healthy, message = False, f"database unavailable: {exc.__class__.__name__}"
+        body = {"healthy": healthy, "message": message,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                "last_check_at": timezone.now().isoformat()}
+        return Response(body, status=200 if healthy else 503)

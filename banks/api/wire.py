@@ -1,0 +1,61 @@
+"""Helpers shared by the /v1 wire models: parsing with readable errors, clamps, UTC datetimes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from django.conf import settings
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from memoryhub.errors import InvalidInput
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class WireModel(BaseModel):
+    # Like Astrocyte's gateway: unknown keys are ignored, "5" is read as 5.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _clamp_results(value: Any) -> Any:
+    if isinstance(value, int | float | str) and str(value).lstrip("-").isdigit():
+        return max(1, min(int(value), settings.MEMORYHUB_MAX_RESULT_LIMIT))
+    return value
+
+
+def _clamp_depth(value: Any) -> Any:
+    if isinstance(value, int | float | str) and str(value).lstrip("-").isdigit():
+        return max(0, min(int(value), settings.MEMORYHUB_GRAPH_MAX_DEPTH))
+    return value
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+ResultCount = Annotated[int, BeforeValidator(_clamp_results)]
+Depth = Annotated[int, BeforeValidator(_clamp_depth)]
+
+
+def format_errors(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in error.get("loc", ()))
+        message = error.get("msg", "invalid")
+        parts.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(parts)
+
+
+def parse(model: type[M], data: Any) -> M:
+    if not isinstance(data, dict):
+        raise InvalidInput("the request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {}
+        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        raise InvalidInput(format_errors(exc), field=field, prefix=False) from None

@@ -1,0 +1,26 @@
+"""The MemoryHub domain. One module per aggregate; everything is re-exported here."""
+
+from banks.models.banks import Bank, BankMembership, BankRole
+from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
+from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
+from banks.models.records import ApiToken, AuditEvent, Job, JobState
+
+__all__ = [
+    "ApiToken",
+    "AuditEvent",
+    "Bank",
+    "BankMembership",
+    "BankRole",
+    "Entity",
+    "EntityLink",
+    "Job",
+    "JobState",
+    "Memory",
+    "MemoryEntity",
+    "MemoryLink",
+    "MentalModel",
+    "MentalModelRevision",
+    "Observation",
+    "ObservationEvidence",
+    "WikiPage",
+]

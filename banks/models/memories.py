@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+from banks.models.banks import Bank
+
+# Dimensions that get their own HNSW index (partial, on a cast of the untyped column).
+INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+
+
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def for_bank(self, bank: Bank) -> MemoryQuerySet:
+        return self.filter(bank=bank)
+
+    def live(self) -> MemoryQuerySet:
+        """Neither archived nor forgotten: what recall sees."""
+        return self.filter(archived_at__isnull=True, forgotten_at__isnull=True)
+
+
+class Memory(models.Model):
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories")
+    memory_id = models.CharField(max_length=255)
+    text = models.TextField()
+    fact_type = models.CharField(max_length=64, default="world")
+    memory_layer = models.CharField(max_length=64, null=True, blank=True)
+    tags = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    retained_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(help_text="when the source says the memory was created")
+    updated_at = models.DateTimeField(auto_now=True)
+    source = models.CharField(max_length=2048, null=True, blank=True)
+    pii = models.BooleanField(default=False)
+    content_hash = models.CharField(max_length=64)
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    archived_at = models.DateTimeField(null=True, blank=True)
+    forgotten_at = models.DateTimeField(null=True, blank=True)
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["bank", "memory_id"], name="memory_id_unique_per_bank"),
+            # Concurrent retains/imports can never store the same content twice in a bank.
+            models.UniqueConstraint(
+                fields=["bank", "content_hash"],
+                condition=Q(archived_at__isnull=True, forgotten_at__isnull=True),
+                name="memory_content_unique_per_bank",
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["tags"], name="memory_tags_gin"),
+            GinIndex(fields=["search_vector"], name="memory_search_gin"),
+            models.Index(fields=["bank", "-retained_at", "-id"], name="memory_bank_retained"),
+            models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.bank_id}/{self.memory_id}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.archived_at is None and self.forgotten_at is None
+
+
+class Entity(models.Model):
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entities")
+    entity_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=500)
+    entity_type = models.CharField(max_length=64, default="OTHER")
+    aliases = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    mention_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    memories = models.ManyToManyField(Memory, through="MemoryEntity", related_name="entities")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bank", "entity_id"], name="entity_id_unique_per_bank")]
+        indexes = [models.Index(fields=["bank", "name"], name="entity_bank_name")]
+        verbose_name_plural = "entities"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.entity_type})"
+
+
+class MemoryEntity(models.Model):
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="memory_entity_unique")]
+
+
+class EntityLink(models.Model):
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entity_links")
+    entity_a = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_out")
+    entity_b = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_in")
+    link_type = models.CharField(max_length=64)
+    evidence = models.TextField(blank=True)
+    confidence = models.FloatField(default=1.0)
+    metadata = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["entity_a", "entity_b", "link_type"], name="entity_link_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity_a_id} -{self.link_type}-> {self.entity_b_id}"
+
+
+class MemoryLink(models.Model):
+    """A directed relation between two memories of one bank (archive edges, merges)."""
+
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memory_links")
+    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
+    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    link_type = models.CharField(max_length=64)
+    confidence = models.FloatField(default=1.0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "link_type"], name="memory_link_unique")
+        ]

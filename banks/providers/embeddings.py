@@ -1,0 +1,143 @@
+"""Text embeddings.
+
+``hashing`` (default) is deterministic and needs no model: signed feature
+hashing of words, word pairs and character trigrams, L2-normalised. Near-
+identical texts land close together, which is what dedup needs, and shared
+words pull related texts together for recall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from functools import lru_cache
+from typing import Protocol
+
+from django.conf import settings
+
+from banks.providers.base import ProviderError, post_json
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def _bucket(feature: str, dims: int) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return value % dims, (1.0 if (value >> 63) & 1 else -1.0)
+
+
+class HashingEmbedder:
+    def __init__(self, dimensions: int = 384) -> None:
+        self.dimensions = dimensions
+        self.name = f"hashing-{dimensions}"
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        words = [w.lower() for w in _WORD.findall(text)]
+        features: list[tuple[str, float]] = [(f"w:{w}", 1.0) for w in words]
+        features += [(f"b:{a} {b}", 0.5) for a, b in zip(words, words[1:], strict=False)]
+        for word in words:
+            padded = f"<{word}>"
+            features += [(f"c:{padded[i:i + 3]}", 0.25) for i in range(len(padded) - 2)]
+        for feature, weight in features:
+            index, sign = _bucket(feature, self.dimensions)
+            vector[index] += sign * weight
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0:
+            # An empty or symbol-only text still needs a valid unit vector for cosine.
+            vector[0] = 1.0
+            return vector
+        return [v / norm for v in vector]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+
+class OpenAICompatibleEmbedder:
+    def __init__(self, model: str, *, url: str, api_key: str, dimensions: int, timeout: float) -> None:
+        self.model = model
+        self.name = f"openai:{model}"
+        self.dimensions = dimensions
+        self.url = url.rstrip("/") + "/embeddings"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        body = post_json(self.name, self.url, {"model": self.model, "input": texts},
+                         api_key=self.api_key, timeout=self.timeout)
+        try:
+            rows = sorted(body["data"], key=lambda row: row.get("index", 0))
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (KeyError, TypeError, ValueError):
+            raise ProviderError(self.name, f"{self.name} answered without data[].embedding") from None
+        if len(vectors) != len(texts) or any(len(v) != self.dimensions for v in vectors):
+            raise ProviderError(
+                self.name,
+                f"{self.name} returned {len(vectors)} vectors of the wrong size "
+                f"(expected {len(texts)} x {self.dimensions}; set MEMORYHUB_EMBEDDINGS_DIMENSIONS)",
+            )
+        return vectors
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, model: str) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ProviderError(
+                "sentence-transformers",
+                "MEMORYHUB_EMBEDDINGS names sentence-transformers, which is not installed "
+                "(pip install 'memoryhub[sentence-transformers]')",
+            ) from None
+        self._model = SentenceTransformer(model)
+        self.dimensions = int(self._model.get_sentence_embedding_dimension())
+        self.name = f"sentence-transformers:{model}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self._model.encode(texts, normalize_embeddings=True)]
+
+
+def build_embedder(spec: str) -> Embedder:
+    """``hashing``, ``hashing:<dims>``, ``sentence-transformers:<model>``, ``openai:<model>``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "hashing":
+        return HashingEmbedder(int(arg) if arg else 384)
+    if kind == "sentence-transformers":
+        return SentenceTransformerEmbedder(arg or "all-MiniLM-L6-v2")
+    if kind in {"openai", "http"}:
+        return OpenAICompatibleEmbedder(
+            arg or "text-embedding-3-small",
+            url=settings.MEMORYHUB_EMBEDDINGS_URL,
+            api_key=settings.MEMORYHUB_EMBEDDINGS_API_KEY,
+            dimensions=settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS,
+            timeout=settings.MEMORYHUB_PROVIDER_TIMEOUT,
+        )
+    raise ProviderError(spec, f"Unknown embeddings provider {spec!r}; use hashing, sentence-transformers:<model> "
+                              "or openai:<model>")
+
+
+@lru_cache(maxsize=8)
+def _cached(spec: str, url: str, timeout: float) -> Embedder:
+    return build_embedder(spec)
+
+
+def get_embedder(spec: str | None = None) -> Embedder:
+    spec = spec or settings.MEMORYHUB_EMBEDDINGS
+    return _cached(spec, settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_PROVIDER_TIMEOUT)
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0

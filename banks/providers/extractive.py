@@ -1,0 +1,146 @@
+"""The ``extractive`` language model: no model, answers stitched from ranked memories.
+
+Every method is deterministic and cheap, so MemoryHub works end to end with
+nothing configured and tests can assert exact results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from banks.providers.llm_types import Answer, Coverage, ExtractedEntity, ExtractedFact, Gap, Passage
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_STOP = frozenset(
+    "a an and are as at be but by did do does for from had has have how i in into is it its me my of on or "
+    "our so that the their them they this to was we were what when where which who why will with you your "
+    "about after before can could should would there here than then also just not no yes".split()
+)
+# Capitalised only because they open a sentence.
+_STARTERS = frozenset(
+    "yesterday today tomorrow tonight last next then now also however meanwhile after before during since "
+    "please thanks hello hi dear maybe perhaps every each some many most all both".split()
+)
+# Runs of capitalised words (allowing "of"/"de" inside), e.g. "Alice Smith", "Bank of Ireland".
+_PROPER = re.compile(r"\b([A-Z][\w'-]*(?:\s+(?:of|de|von|van|the)?\s*[A-Z][\w'-]*)*)")
+_ORG_HINT = re.compile(r"\b(Inc|Ltd|LLC|Corp|Company|Bank|University|Team|Group|GmbH)\b")
+_IMPORTANT = {
+    "preference": (r"\b(prefer|prefers|like|likes|love|loves|hate|hates|dislike|favou?rite|want|wants)\b", 0.8),
+    "fact": (r"\b(is|am|are|was|work|works|live|lives|born|named|called|use|uses|own|owns)\b", 0.6),
+    "plan": (r"\b(will|plan|plans|going to|tomorrow|next week|deadline|remind)\b", 0.7),
+    "instruction": (r"\b(always|never|must|should|don't|do not)\b", 0.9),
+}
+
+
+def terms(text: str) -> list[str]:
+    return [w for w in (t.lower() for t in _WORD.findall(text)) if w not in _STOP and len(w) > 1]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+class ExtractiveLanguageModel:
+    name = "extractive"
+
+    def answer(self, query: str, passages: list[Passage], *, max_chars: int | None = None) -> Answer:
+        if not passages:
+            return Answer(text="I have no memories about that.", cited_ids=[], confidence=0.0)
+        wanted = set(terms(query))
+        scored: list[tuple[float, int, str, str]] = []
+        for order, passage in enumerate(passages):
+            for sentence in sentences(passage.text):
+                overlap = len(wanted & set(terms(sentence)))
+                # Rank first by overlap with the question, then by the memory's own rank.
+                scored.append((overlap + passage.score, -order, sentence, passage.memory_id))
+        scored.sort(reverse=True)
+        chosen: list[tuple[str, str]] = []
+        budget = max_chars or 1200
+        used = 0
+        for _, _, sentence, memory_id in scored:
+            if used + len(sentence) > budget and chosen:
+                break
+            if any(sentence == s for s, _ in chosen):
+                continue
+            chosen.append((sentence, memory_id))
+            used += len(sentence) + 1
+            if len(chosen) >= 5:
+                break
+        cited: list[str] = []
+        for _, memory_id in chosen:
+            if memory_id not in cited:
+                cited.append(memory_id)
+        top_overlap = max((len(wanted & set(terms(s))) for s, _ in chosen), default=0)
+        confidence = round(min(1.0, 0.3 + 0.7 * (top_overlap / max(1, len(wanted)))), 3) if wanted else 0.5
+        text = " ".join(s if s.endswith((".", "!", "?")) else s + "." for s, _ in chosen)
+        return Answer(text=text, cited_ids=cited, confidence=confidence)
+
+    def extract_entities(self, text: str) -> list[ExtractedEntity]:
+        found: dict[str, ExtractedEntity] = {}
+        for sentence in sentences(text):
+            for match in _PROPER.finditer(sentence):
+                name = match.group(1).strip()
+                words = name.split()
+                if match.start() == 0 and words[0].lower() in (_STOP | _STARTERS):
+                    words = words[1:]
+                    name = " ".join(words)
+                    if not words:
+                        continue
+                # A lone capitalised first word of a sentence is usually just grammar.
+                if match.start() == 0 and len(words) == 1:
+                    continue
+                if name.lower() in _STOP or len(name) < 2:
+                    continue
+                kind = "ORG" if _ORG_HINT.search(name) else ("PERSON" if len(words) in (1, 2) else "OTHER")
+                found.setdefault(name.lower(), ExtractedEntity(name=name, entity_type=kind))
+        return list(found.values())
+
+    def extract_facts(self, user_message: str, assistant_message: str = "") -> list[ExtractedFact]:
+        facts: list[ExtractedFact] = []
+        for speaker, message in (("user", user_message), ("assistant", assistant_message)):
+            for sentence in sentences(message):
+                if sentence.endswith("?") or len(terms(sentence)) < 3:
+                    continue
+                category, importance = "fact", 0.3
+                for name, (pattern, weight) in _IMPORTANT.items():
+                    if re.search(pattern, sentence, re.IGNORECASE) and weight > importance:
+                        category, importance = name, weight
+                if speaker == "assistant":
+                    # What the assistant says is less often a durable fact about the user.
+                    importance = round(importance * 0.6, 3)
+                facts.append(ExtractedFact(text=sentence, category=category, importance=importance))
+        return facts
+
+    def summarize(self, texts: list[str], *, title: str = "") -> str:
+        counts = Counter(t for text in texts for t in set(terms(text)))
+        ranked = sorted(
+            ((sum(counts[t] for t in set(terms(s))), s) for text in texts for s in sentences(text)),
+            key=lambda pair: -pair[0],
+        )
+        seen: list[str] = []
+        for _, sentence in ranked:
+            if sentence not in seen:
+                seen.append(sentence)
+            if len(seen) >= 8:
+                break
+        return "\n".join(f"- {s}" for s in seen)
+
+    def judge_coverage(self, scope: str, texts: list[str]) -> Coverage:
+        wanted = list(dict.fromkeys(terms(scope)))
+        if not wanted:
+            return Coverage(score=1.0 if texts else 0.0, gaps=[])
+        counts = Counter(t for text in texts for t in set(terms(text)))
+        gaps: list[Gap] = []
+        for term in wanted:
+            n = counts.get(term, 0)
+            if n == 0:
+                gaps.append(Gap(topic=term, severity="high", reason=f"No memory mentions '{term}'."))
+            elif n == 1:
+                gaps.append(Gap(topic=term, severity="medium", reason=f"Only one memory mentions '{term}'."))
+        covered = sum(1 for t in wanted if counts.get(t, 0) > 0)
+        score = round(covered / len(wanted), 3)
+        order = {"high": 0, "medium": 1, "low": 2}
+        gaps.sort(key=lambda g: order[g.severity])
+        return Coverage(score=score, gaps=gaps)

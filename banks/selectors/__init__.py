@@ -1,0 +1,1 @@
+"""Read queries of the domain."""

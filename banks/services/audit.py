@@ -1,0 +1,39 @@
+"""The audit log: every mutation writes exactly one event through ``audit_record``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from banks.models import AuditEvent, Bank
+
+# An event lists at most this many target ids; the full count goes in details.
+MAX_TARGET_IDS = 1000
+
+
+def audit_record(
+    *,
+    actor: str,
+    action: str,
+    bank: Bank | None = None,
+    target_ids: Iterable[str] = (),
+    reason: str = "",
+    compliance: bool = False,
+    details: dict[str, Any] | None = None,
+    bank_ref: str | None = None,
+) -> AuditEvent:
+    targets = [str(t) for t in target_ids]
+    details = dict(details or {})
+    if len(targets) > MAX_TARGET_IDS:
+        details.setdefault("target_count", len(targets))
+        targets = targets[:MAX_TARGET_IDS]
+    return AuditEvent.objects.create(
+        bank=bank,
+        bank_ref=bank_ref if bank_ref is not None else (bank.bank_id if bank else ""),
+        actor=actor or "system",
+        action=action,
+        target_ids=targets,
+        reason=reason or "",
+        compliance=compliance,
+        details=details,
+    )

@@ -1,0 +1,87 @@
+"""Banks: create, update, delete (guarded). Bank ids follow Astrocyte's rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from banks.models import Bank, BankMembership
+from banks.models.banks import bank_id_validator
+from banks.services.audit import audit_record
+from memoryhub.errors import Conflict, InvalidInput
+
+_EDITABLE = ("name", "description", "embedding_provider", "dedup_threshold", "config")
+
+
+def _validate_bank_id(bank_id: str) -> None:
+    try:
+        bank_id_validator(bank_id)
+    except ValidationError:
+        raise InvalidInput(
+            f"Invalid bank_id {bank_id!r}: must be 1-255 characters, start with a letter or digit, "
+            "and contain only [a-zA-Z0-9._:@-]",
+            field="bank_id",
+        ) from None
+
+
+def bank_create(
+    *,
+    bank_id: str,
+    actor: str,
+    name: str = "",
+    description: str = "",
+    config: dict[str, Any] | None = None,
+    get_existing: bool = False,
+    owner: Any = None,
+) -> Bank:
+    _validate_bank_id(bank_id)
+    existing = Bank.objects.filter(bank_id=bank_id).first()
+    if existing is not None:
+        if existing.deleted_at is None and get_existing:
+            return existing
+        raise Conflict(f"Bank '{bank_id}' already exists")
+    try:
+        with transaction.atomic():
+            bank = Bank.objects.create(bank_id=bank_id, name=name, description=description, config=config or {})
+            if owner is not None and not getattr(owner, "is_superuser", False):
+                BankMembership.objects.create(user=owner, bank=bank, role="admin")
+            audit_record(actor=actor, action="bank.create", bank=bank, target_ids=[bank_id])
+    except IntegrityError:
+        # Two callers created the same bank at once; the winner's row is the bank.
+        bank = Bank.objects.get(bank_id=bank_id)
+        if not get_existing:
+            raise Conflict(f"Bank '{bank_id}' already exists") from None
+    return bank
+
+
+def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
+    unknown = set(changes) - set(_EDITABLE)
+    if unknown:
+        raise InvalidInput(f"cannot be changed (editable: {', '.join(_EDITABLE)})", field=sorted(unknown)[0])
+    threshold = changes.get("dedup_threshold")
+    if threshold is not None and not 0.0 < float(threshold) <= 1.0:
+        raise InvalidInput("must be in (0, 1]", field="dedup_threshold")
+    if "config" in changes and not isinstance(changes["config"], dict):
+        raise InvalidInput("must be an object", field="config")
+    updated = [k for k, v in changes.items() if v is not None and getattr(bank, k) != v]
+    for key in updated:
+        setattr(bank, key, changes[key])
+    if updated:
+        bank.save(update_fields=[*updated, "updated_at"])
+        audit_record(actor=actor, action="bank.update", bank=bank, target_ids=[bank.bank_id],
+                     details={"fields": updated})
+    return bank
+
+
+def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "") -> None:
+    """Delete a bank and everything in it. ``confirm`` must repeat the bank id."""
+    if confirm != bank.bank_id:
+        raise InvalidInput(f"must repeat the bank id '{bank.bank_id}' to delete it", field="confirm")
+    with transaction.atomic():
+        count = bank.memories.count()
+        audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id], reason=reason,
+                     details={"bank_id": bank.bank_id, "memory_count": count, "deleted_at": timezone.now().isoformat()})
+        bank.delete()

@@ -1,0 +1,108 @@
+"""Forget: by ids, tags, whole bank or date; archive, delete, or erase for compliance.
+
+* archive: ``archived_at`` is set; invisible to recall, restorable.
+* delete (default): ``forgotten_at`` is set; the row stays as a tombstone so
+  history ``as_of`` an earlier moment still sees it (Astrocyte's SQL stores do
+  the same), but nothing else does.
+* compliance: the rows are removed for good; only the audit event remains,
+  and it holds no text of what was deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from banks.models import Bank, Memory, ObservationEvidence
+from banks.services.audit import audit_record
+from banks.services.observations import observations_invalidate_for_memories
+from memoryhub.errors import InvalidInput
+
+
+@dataclass
+class ForgetOutcome:
+    deleted_count: int = 0
+    archived_count: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+
+
+def forget_selection(
+    *, bank: Bank, memory_ids: list[str] | None = None, tags: list[str] | None = None,
+    scope: str | None = None, before_date: datetime | None = None,
+) -> QuerySet[Memory]:
+    """The memories a forget call names; criteria given together must all hold."""
+    if scope is not None and scope != "all":
+        raise InvalidInput("must be 'all' or omitted", field="scope")
+    if not memory_ids and not tags and scope is None and before_date is None:
+        raise InvalidInput("one of memory_ids, tags, scope='all' or before_date is required")
+    selection = Memory.objects.filter(bank=bank)
+    if memory_ids:
+        selection = selection.filter(memory_id__in=memory_ids)
+    if tags:
+        selection = selection.filter(tags__overlap=tags)
+    if before_date is not None:
+        selection = selection.annotate(_when=Coalesce("occurred_at", "created_at")).filter(_when__lt=before_date)
+    return selection
+
+
+def memory_forget(
+    *,
+    bank: Bank,
+    actor: str,
+    memory_ids: list[str] | None = None,
+    tags: list[str] | None = None,
+    scope: str | None = None,
+    before_date: datetime | None = None,
+    archive: bool = False,
+    compliance: bool = False,
+    reason: str = "",
+) -> ForgetOutcome:
+    if compliance and not (reason or "").strip():
+        raise InvalidInput("a compliance forget must give a reason", field="reason")
+    if compliance and archive:
+        raise InvalidInput("a compliance forget erases for good; it cannot archive", field="archive")
+    selection = forget_selection(bank=bank, memory_ids=memory_ids, tags=tags, scope=scope, before_date=before_date)
+    now = timezone.now()
+    outcome = ForgetOutcome()
+    with transaction.atomic():
+        if compliance:
+            # Erase every matching row, also archived and tombstoned ones.
+            ids = list(selection.values_list("memory_id", flat=True))
+            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
+            Memory.objects.filter(bank=bank, memory_id__in=ids).delete()
+            outcome.deleted_count = len(ids)
+        elif archive:
+            live = selection.filter(archived_at__isnull=True, forgotten_at__isnull=True)
+            ids = list(live.values_list("memory_id", flat=True))
+            Memory.objects.filter(bank=bank, memory_id__in=ids).update(archived_at=now, updated_at=now)
+            outcome.archived_count = len(ids)
+        else:
+            visible = selection.filter(forgotten_at__isnull=True)
+            ids = list(visible.values_list("memory_id", flat=True))
+            Memory.objects.filter(bank=bank, memory_id__in=ids).update(forgotten_at=now, updated_at=now)
+            outcome.deleted_count = len(ids)
+        outcome.memory_ids = ids
+        action = "memory.erase" if compliance else ("memory.archive" if archive else "memory.forget")
+        audit_record(
+            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=compliance,
+            details={
+                "criteria": {
+                    "memory_ids": (memory_ids or [])[:100], "tags": tags or [], "scope": scope,
+                    "before_date": before_date.isoformat() if before_date else None,
+                },
+                "deleted_count": outcome.deleted_count,
+                "archived_count": outcome.archived_count,
+            },
+        )
+        if ids and not archive:
+            observations_invalidate_for_memories(bank=bank, memory_ids=ids, actor=actor,
+                                                 reason="source memories forgotten")
+    return outcome
+
+
+__all__ = ["ForgetOutcome", "forget_selection", "memory_forget"]

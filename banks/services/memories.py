@@ -1,0 +1,286 @@
+"""Memories: retain (with exact and near-duplicate dedup), edit, archive and restore.
+
+Invariants: a bank never holds two live memories with the same content hash
+(database constraint); ``memory_id`` is unique within a bank; every change
+writes an audit event; the embedding always matches the current text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
+from banks.models import Bank, Entity, Memory, MemoryEntity
+from banks.providers import get_embedder, get_llm
+from banks.services.audit import audit_record
+from banks.vectors import distance_sql, vector_literal
+from memoryhub.errors import Conflict, InvalidInput, NotFound
+
+
+@dataclass
+class RetainOutcome:
+    stored: bool
+    memory: Memory | None = None
+    memory_id: str | None = None
+    deduplicated: bool = False
+    duplicate_of: str | None = None
+    similarity: float | None = None
+    error: str | None = None
+    retention_action: str | None = None
+    dropped_metadata_keys: tuple[str, ...] = ()
+
+
+def validate_text(text: Any, field: str = "content") -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("Content is empty", field=field)
+    if len(text) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
+        raise InvalidInput(f"Content too long: {len(text)} > {settings.MEMORYHUB_MAX_CONTENT_CHARS}", field=field)
+    return text
+
+
+def validate_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput("must be a list of strings", field="tags")
+    if len(tags) > settings.MEMORYHUB_MAX_TAGS:
+        raise InvalidInput(f"Too many tags ({len(tags)} > {settings.MEMORYHUB_MAX_TAGS})", field="tags")
+    cleaned = [t.strip() for t in tags if t.strip()]
+    if any(len(t) > 255 for t in cleaned):
+        raise InvalidInput("a tag is longer than 255 characters", field="tags")
+    return list(dict.fromkeys(cleaned))
+
+
+def validate_metadata(metadata: Any) -> tuple[dict[str, Any], list[str]]:
+    if metadata is None:
+        return {}, []
+    if not isinstance(metadata, dict):
+        raise InvalidInput("must be an object", field="metadata")
+    cleaned, dropped = clean_metadata(metadata)
+    if metadata_size(cleaned) > settings.MEMORYHUB_MAX_METADATA_BYTES:
+        raise InvalidInput(f"larger than {settings.MEMORYHUB_MAX_METADATA_BYTES} bytes", field="metadata")
+    return cleaned, dropped
+
+
+def bank_embedder(bank: Bank):  # noqa: ANN201  (an Embedder)
+    return get_embedder(bank.embedding_provider or None)
+
+
+def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None
+                        ) -> tuple[str, float] | None:
+    """The most similar live memory of the bank and its cosine similarity."""
+    distance = distance_sql(dims)
+    sql = (
+        f"SELECT memory_id, 1 - {distance} FROM banks_memory "
+        "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
+        + ("AND id <> %s " if exclude_pk else "")
+        + f"ORDER BY {distance} LIMIT 1"
+    )
+    literal = vector_literal(vector)
+    params: list[Any] = [literal, bank.pk, dims]
+    if exclude_pk:
+        params.append(exclude_pk)
+    params.append(literal)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (row[0], float(row[1])) if row else None
+
+
+def attach_entities(memory: Memory, entities: list[dict[str, Any]]) -> list[Entity]:
+    """Create or reuse the bank's entities by name and link them to the memory."""
+    attached = []
+    for item in entities:
+        name = str(item.get("name", "")).strip()[:500]
+        if not name:
+            continue
+        entity_id = str(item.get("id") or item.get("entity_id") or name.lower())[:255]
+        entity, created = Entity.objects.get_or_create(
+            bank_id=memory.bank_id,
+            entity_id=entity_id,
+            defaults={
+                "name": name,
+                "entity_type": str(item.get("entity_type") or item.get("type") or "OTHER")[:64],
+                "aliases": [str(a)[:500] for a in (item.get("aliases") or [])],
+            },
+        )
+        _, linked = MemoryEntity.objects.get_or_create(memory=memory, entity=entity)
+        if linked:
+            Entity.objects.filter(pk=entity.pk).update(mention_count=entity.mention_count + 1)
+        attached.append(entity)
+    return attached
+
+
+def memory_retain(
+    *,
+    bank: Bank,
+    text: str,
+    actor: str,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    occurred_at: datetime | None = None,
+    created_at: datetime | None = None,
+    source: str | None = None,
+    fact_type: str | None = None,
+    memory_layer: str | None = None,
+    memory_id: str | None = None,
+    entities: list[dict[str, Any]] | None = None,
+    extract_entities: bool = True,
+    pii: bool = False,
+    near_dedup: bool = True,
+    audit: bool = True,
+) -> RetainOutcome:
+    text = validate_text(text)
+    tags = validate_tags(tags)
+    metadata, dropped = validate_metadata(metadata)
+    if source is not None and len(source) > 2048:
+        raise InvalidInput("longer than 2048 characters", field="source")
+    digest = content_hash(text)
+    existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
+    if existing:
+        return RetainOutcome(stored=False, memory_id=existing, deduplicated=True, duplicate_of=existing,
+                             similarity=1.0, error="Duplicate content", retention_action="deduplicated")
+    embedder = bank_embedder(bank)
+    vector = embedder.embed([text])[0]
+    if near_dedup:
+        nearest = nearest_live_memory(bank, vector, embedder.dimensions)
+        if nearest and nearest[1] >= bank.dedup_threshold:
+            return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],
+                                 similarity=round(nearest[1], 4), error="All chunks are near-duplicates",
+                                 retention_action="deduplicated")
+    now = timezone.now()
+    if entities is None and extract_entities:
+        entities = [{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(text)]
+    try:
+        with transaction.atomic():
+            memory = Memory.objects.create(
+                bank=bank,
+                memory_id=memory_id or new_memory_id(),
+                text=text,
+                fact_type=fact_type or "world",
+                memory_layer=memory_layer,
+                tags=tags,
+                metadata=metadata,
+                occurred_at=occurred_at,
+                retained_at=now,
+                created_at=created_at or occurred_at or now,
+                source=source,
+                pii=pii,
+                content_hash=digest,
+                embedding=vector,
+                embedding_model=embedder.name,
+                embedding_dims=embedder.dimensions,
+            )
+            if entities:
+                attach_entities(memory, entities)
+            Bank.objects.filter(pk=bank.pk).update(last_activity_at=now)
+            if audit:
+                audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
+                             details={"dropped_metadata_keys": dropped} if dropped else None)
+    except IntegrityError as exc:
+        if "memory_content_unique_per_bank" in str(exc):
+            # A concurrent retain stored the same content first.
+            winner = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list(
+                "memory_id", flat=True).first()
+            return RetainOutcome(stored=False, memory_id=winner, deduplicated=True, duplicate_of=winner,
+                                 similarity=1.0, error="Duplicate content", retention_action="deduplicated")
+        if "memory_id_unique_per_bank" in str(exc):
+            raise Conflict(f"memory_id '{memory_id}' already exists in bank '{bank.bank_id}'") from None
+        raise
+    return RetainOutcome(stored=True, memory=memory, memory_id=memory.memory_id, retention_action="created",
+                         dropped_metadata_keys=tuple(dropped))
+
+
+def memory_get(*, bank: Bank, memory_id: str) -> Memory:
+    memory = Memory.objects.filter(bank=bank, memory_id=memory_id).first()
+    if memory is None:
+        raise NotFound(f"Memory '{memory_id}' not found in bank '{bank.bank_id}'")
+    return memory
+
+
+def memory_update(
+    *,
+    memory: Memory,
+    actor: str,
+    text: str | None = None,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    fact_type: str | None = None,
+    occurred_at: datetime | None = None,
+    reason: str = "",
+) -> Memory:
+    """Edit a memory in place; a new text is re-hashed and re-embedded."""
+    changed: list[str] = []
+    if text is not None and text != memory.text:
+        text = validate_text(text, field="text")
+        digest = content_hash(text)
+        clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=digest)
+                 .exclude(pk=memory.pk).values_list("memory_id", flat=True).first())
+        if clash:
+            raise Conflict(f"Memory '{clash}' already holds the same content", duplicate_of=clash)
+        embedder = bank_embedder(memory.bank)
+        memory.text, memory.content_hash = text, digest
+        memory.embedding = embedder.embed([text])[0]
+        memory.embedding_model, memory.embedding_dims = embedder.name, embedder.dimensions
+        changed += ["text", "content_hash", "embedding", "embedding_model", "embedding_dims"]
+    if tags is not None:
+        tags = validate_tags(tags)
+        if tags != memory.tags:
+            memory.tags = tags
+            changed.append("tags")
+    if metadata is not None:
+        metadata, _ = validate_metadata(metadata)
+        if metadata != memory.metadata:
+            memory.metadata = metadata
+            changed.append("metadata")
+    if fact_type is not None and fact_type != memory.fact_type:
+        if not fact_type.strip() or len(fact_type) > 64:
+            raise InvalidInput("must be 1-64 characters", field="fact_type")
+        memory.fact_type = fact_type
+        changed.append("fact_type")
+    if occurred_at is not None and occurred_at != memory.occurred_at:
+        memory.occurred_at = occurred_at
+        changed.append("occurred_at")
+    if changed:
+        with transaction.atomic():
+            memory.save(update_fields=[*changed, "updated_at"])
+            audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
+                         reason=reason, details={"fields": [f for f in changed if not f.startswith("embedding")
+                                                            and f != "content_hash"]})
+            if "text" in changed:
+                from banks.services.observations import observations_invalidate_for_memories
+
+                observations_invalidate_for_memories(bank=memory.bank, memory_ids=[memory.memory_id],
+                                                     actor=actor, reason="source memory edited")
+    return memory
+
+
+def memory_archive(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    if memory.archived_at is None and memory.forgotten_at is None:
+        memory.archived_at = timezone.now()
+        with transaction.atomic():
+            memory.save(update_fields=["archived_at", "updated_at"])
+            audit_record(actor=actor, action="memory.archive", bank=memory.bank, target_ids=[memory.memory_id],
+                         reason=reason)
+    return memory
+
+
+def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    if memory.archived_at is None:
+        return memory
+    clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=memory.content_hash)
+             .values_list("memory_id", flat=True).first())
+    if clash:
+        raise Conflict(f"Cannot restore: memory '{clash}' already holds the same content", duplicate_of=clash)
+    memory.archived_at = None
+    with transaction.atomic():
+        memory.save(update_fields=["archived_at", "updated_at"])
+        audit_record(actor=actor, action="memory.restore", bank=memory.bank, target_ids=[memory.memory_id],
+                     reason=reason)
+    return memory

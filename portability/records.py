@@ -1,0 +1,71 @@
+"""The internal record every archive format converts to and from.
+
+Readers yield ``MemoryRecord`` (a memory to store) or ``RecordError`` (a line or
+item that could not be read, with its position and reason). Writers take
+``MemoryRecord``. Nothing here touches the database or the filesystem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class EntityRecord:
+    name: str
+    entity_type: str = "OTHER"
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LinkRecord:
+    """A directed relation from this record to another record of the same archive.
+
+    ``target_id`` is the other record's ``memory_id`` in the archive; ``link_type``
+    keeps the source format's edge name (``similar_to``, ``derives_from``, ...).
+    """
+
+    target_id: str
+    link_type: str
+    confidence: float = 1.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MemoryRecord:
+    text: str
+    memory_id: str | None = None
+    fact_type: str | None = None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    occurred_at: datetime | None = None
+    created_at: datetime | None = None
+    retained_at: datetime | None = None
+    source: str | None = None
+    memory_layer: str | None = None
+    entities: list[EntityRecord] = field(default_factory=list)
+    embedding: list[float] | None = None
+    embedding_model: str | None = None
+    links: list[LinkRecord] = field(default_factory=list)
+    # Position in the source (line number for line formats, item index or file path otherwise).
+    position: str | int | None = None
+
+
+@dataclass
+class RecordError:
+    position: str | int
+    reason: str
+
+
+@dataclass
+class ArchiveHeader:
+    """What a format says about the whole archive (AMA header, amplihack top level...)."""
+
+    format: str
+    bank_id: str | None = None
+    exported_at: str | None = None
+    provider: str | None = None
+    memory_count: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,129 @@
+"""Providers: the hashing embedder and extractive model, and the HTTP ones against a local server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from banks.providers.base import ProviderError, ProviderTimeout
+from banks.providers.embeddings import HashingEmbedder, OpenAICompatibleEmbedder, build_embedder, cosine
+from banks.providers.extractive import ExtractiveLanguageModel
+from banks.providers.llm import OpenAICompatibleLanguageModel, build_llm
+from banks.providers.llm_types import Passage
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    delay = 0.0
+    status = 200
+    requests: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeOpenAI.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        time.sleep(FakeOpenAI.delay)
+        if self.path.endswith("/embeddings"):
+            payload = {"data": [{"index": i, "embedding": [0.5, 0.5, 0.0, 0.0]} for i, _ in enumerate(body["input"])]}
+        else:
+            content = {"answer": "Alice prefers tea.", "cited_ids": ["m1", "bogus"], "confidence": 0.8,
+                       "entities": [{"name": "Alice", "entity_type": "PERSON"}]}
+            payload = {"choices": [{"message": {"content": json.dumps(content)}}]}
+        raw = json.dumps(payload).encode()
+        self.send_response(FakeOpenAI.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    FakeOpenAI.delay, FakeOpenAI.status, FakeOpenAI.requests = 0.0, 200, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+def test_hashing_is_deterministic_normalised_and_similar_for_near_texts():
+    embedder = HashingEmbedder(384)
+    a = embedder.embed_one("The deploy freezes on Fridays")
+    assert a == HashingEmbedder(384).embed_one("The deploy freezes on Fridays")
+    assert len(a) == 384 and abs(sum(x * x for x in a) - 1.0) < 1e-9
+    near = embedder.embed_one("The deploy freezes on Fridays!")
+    far = embedder.embed_one("Bob likes sailing in Greece")
+    assert cosine(a, near) > 0.95 > cosine(a, far)
+    assert embedder.embed_one("   ")[0] == 1.0
+
+
+def test_openai_embedder_calls_the_endpoint(server):
+    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="k", dimensions=4, timeout=5)
+    assert embedder.embed(["a", "b"]) == [[0.5, 0.5, 0.0, 0.0]] * 2
+    assert FakeOpenAI.requests[0]["auth"] == "Bearer k"
+    assert FakeOpenAI.requests[0]["body"] == {"model": "m", "input": ["a", "b"]}
+
+
+def test_openai_embedder_rejects_wrong_dimensions(server):
+    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=8, timeout=5)
+    with pytest.raises(ProviderError, match="wrong size"):
+        embedder.embed(["a"])
+
+
+def test_slow_provider_times_out_with_a_clear_error(server):
+    FakeOpenAI.delay = 1.0
+    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=4, timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(ProviderTimeout, match="did not answer within 0.2 s"):
+        embedder.embed(["a"])
+    assert time.monotonic() - started < 0.9
+
+
+def test_provider_http_error_is_reported(server):
+    FakeOpenAI.status = 500
+    with pytest.raises(ProviderError, match="HTTP 500"):
+        OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=4, timeout=5).embed(["a"])
+
+
+def test_unreachable_provider_is_reported():
+    with pytest.raises(ProviderError, match="unreachable"):
+        OpenAICompatibleEmbedder("m", url="http://127.0.0.1:9", api_key="", dimensions=4, timeout=2).embed(["a"])
+
+
+def test_openai_llm_answers_and_keeps_only_known_citations(server):
+    llm = OpenAICompatibleLanguageModel("gpt", url=server, api_key="", timeout=5)
+    answer = llm.answer("What does Alice drink?", [Passage("m1", "Alice prefers tea.")])
+    assert answer.text == "Alice prefers tea." and answer.cited_ids == ["m1"] and answer.confidence == 0.8
+    assert [e.name for e in llm.extract_entities("Alice")] == ["Alice"]
+    assert FakeOpenAI.requests[0]["body"]["response_format"] == {"type": "json_object"}
+
+
+def test_extractive_answer_cites_the_memories_it_used():
+    llm = ExtractiveLanguageModel()
+    answer = llm.answer("Which theme does the customer prefer?", [
+        Passage("m1", "The customer prefers the dark theme. They read email weekly.", 0.03),
+        Passage("m2", "Bob likes sailing.", 0.01),
+    ])
+    assert answer.text.startswith("The customer prefers the dark theme.")
+    assert answer.cited_ids[0] == "m1"
+    assert 0 < answer.confidence <= 1
+    assert llm.answer("x", []).cited_ids == []
+
+
+def test_extractive_entities_skip_sentence_initial_words():
+    names = {e.name for e in ExtractiveLanguageModel().extract_entities("Yesterday Alice Smith joined Acme Corp.")}
+    assert names == {"Alice Smith", "Acme Corp"}
+
+
+def test_unknown_provider_names_are_refused():
+    with pytest.raises(ProviderError, match="Unknown embeddings provider"):
+        build_embedder("word2vec")
+    with pytest.raises(ProviderError, match="Unknown language model provider"):
+        build_llm("clippy")

@@ -1,0 +1,101 @@
+"""Shared fixtures: banks, tokens with grants, a JSON API client, operators."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from banks.models import Bank
+from banks.services.banks import bank_create
+from banks.services.tokens import token_create
+
+
+class ApiClient:
+    """Django's test client speaking JSON with a bearer token."""
+
+    def __init__(self, token: str | None = None, header: str = "Authorization") -> None:
+        self.client = Client()
+        self.token = token
+        self.header = header
+
+    def _headers(self) -> dict[str, str]:
+        if not self.token:
+            return {}
+        if self.header == "X-Api-Key":
+            return {"HTTP_X_API_KEY": self.token}
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Any:
+        data = body if isinstance(body, str | bytes) else json.dumps(body if body is not None else {})
+        return self.client.post(path, data, content_type="application/json", **self._headers(), **kwargs)
+
+    def put(self, path: str, body: Any = None) -> Any:
+        return self.client.put(path, json.dumps(body or {}), content_type="application/json", **self._headers())
+
+    def patch(self, path: str, body: Any = None) -> Any:
+        return self.client.patch(path, json.dumps(body or {}), content_type="application/json", **self._headers())
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self.client.get(path, params or {}, **self._headers())
+
+    def delete(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        from urllib.parse import urlencode
+
+        query = f"?{urlencode(params, doseq=True)}" if params else ""
+        return self.client.delete(path + query, **self._headers())
+
+
+@pytest.fixture
+def make_bank(db: None) -> Callable[..., Bank]:
+    def make(bank_id: str = "user-alice", **kwargs: Any) -> Bank:
+        return bank_create(bank_id=bank_id, actor="test", get_existing=True, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def bank(make_bank: Callable[..., Bank]) -> Bank:
+    return make_bank("user-alice")
+
+
+@pytest.fixture
+def make_token(db: None) -> Callable[..., str]:
+    def make(grants: dict[str, list[str]] | None = None, **kwargs: Any) -> str:
+        grants = grants if grants is not None else {"user-alice": ["read", "write", "forget", "admin"]}
+        _, secret = token_create(
+            name=kwargs.pop("name", "test"), actor="test",
+            grants=[{"bank": b, "permissions": p} for b, p in grants.items()], **kwargs,
+        )
+        return secret
+
+    return make
+
+
+@pytest.fixture
+def api(make_token: Callable[..., str], bank: Bank) -> ApiClient:
+    """A client whose token may do everything on bank ``user-alice``."""
+    return ApiClient(make_token())
+
+
+@pytest.fixture
+def api_for(make_token: Callable[..., str]) -> Callable[..., ApiClient]:
+    def make(grants: dict[str, list[str]], header: str = "Authorization") -> ApiClient:
+        return ApiClient(make_token(grants), header=header)
+
+    return make
+
+
+@pytest.fixture
+def operator(db: None, django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user(username="olga", password="pw-olga-123")
+
+
+@pytest.fixture
+def operator_client(operator: Any) -> Client:
+    client = Client()
+    client.force_login(operator)
+    return client
