@@ -206,6 +206,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+CELERY_TASK_DEFAULT_QUEUE = env_str("MEMORYHUB_CELERY_QUEUE", "memoryhub")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

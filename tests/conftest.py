@@ -99,3 +99,6 @@ def operator_client(operator: Any) -> Client:
     client = Client()
     client.force_login(operator)
     return client
+
+
+from tests.worker import celery_worker  # noqa: E402,F401  (fixture)

@@ -1,0 +1,112 @@
+"""A real Celery worker process on the local Redis, for tests about background work.
+
+The worker runs the normal settings against this test run's database (the rows a
+test commits are what it sees, so such tests use ``transactional_db``) and
+listens on a queue of its own, so parallel test runs never take each other's tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from memoryhub.celery import app as celery_app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[bytes]
+    queue: str
+    log: Path
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would: no chance to clean up."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _database_url() -> str:
+    base = settings.MEMORYHUB_DATABASE_URL
+    name = connection.settings_dict["NAME"]
+    # Same server and credentials as this run, but the test database.
+    head, _, query = base.partition("?")
+    head = head.rsplit("/", 1)[0] + "/" + name
+    return head + (f"?{query}" if query else "")
+
+
+def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
+    queue = f"test-{uuid.uuid4().hex[:10]}"
+    log = tmp_path / f"worker-{queue}.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "CELERY_BROKER_URL": broker,
+        "MEMORYHUB_CELERY_QUEUE": queue,
+        "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR),
+        "MEMORYHUB_PORTABILITY_ROOTS": settings.MEMORYHUB_PORTABILITY_ROOTS or "",
+    }
+    env.pop("MEMORYHUB_CELERY_EAGER", None)
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--pool", "solo", "--loglevel", "INFO",
+         "-Q", queue, "--without-heartbeat", "--without-mingle", "--without-gossip"],
+        cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
+    )
+    worker = WorkerProcess(process=process, queue=queue, log=log)
+    deadline = time.monotonic() + 60
+    while "ready." not in worker.output():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"Celery worker did not start:\n{worker.output()[-3000:]}")
+        time.sleep(0.2)
+    return worker
+
+
+@pytest.fixture
+def celery_worker(transactional_db: None, tmp_path: Path) -> Iterator[WorkerProcess]:
+    """Tasks sent during the test go to a real worker process (not run eagerly)."""
+    broker = os.environ.get("MEMORYHUB_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+    worker = start_worker(tmp_path, broker)
+    conf = celery_app.conf
+    saved = (conf.task_always_eager, conf.task_default_queue, conf.broker_url)
+    conf.task_always_eager = False
+    conf.task_default_queue = worker.queue
+    conf.broker_url = broker
+    try:
+        yield worker
+    finally:
+        conf.task_always_eager, conf.task_default_queue, conf.broker_url = saved
+        if worker.process.poll() is None:
+            worker.process.terminate()
+            try:
+                worker.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):  # noqa: ANN001, ANN201
+    """Poll until ``predicate()`` is truthy; returns its value or fails the test with a message."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout} s")
