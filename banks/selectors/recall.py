@@ -135,16 +135,47 @@ def keyword_query_text(query: str) -> str:
     return " or ".join(w for w in _WORD.findall(query) if w.lower() != "or")
 
 
-def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
-    text = keyword_query_text(query)
-    if not text:
-        return []
-    where, params = _filters_sql(bank, filters)
-    sql = (f"SELECT m.id, ts_rank_cd(m.search_vector, q) AS rank "
-           f"FROM banks_memory m, websearch_to_tsquery('english', %s) q "
-           f"WHERE m.search_vector @@ q AND {where} ORDER BY rank DESC, m.id DESC LIMIT %s")
+# A lexeme found in more rows than this says little about relevance (think IDF); when rarer
+# lexemes exist, only they select candidates, and every query lexeme still counts for the rank.
+# When every lexeme is that common, ranking looks at a bounded sample of matches.
+KEYWORD_COMMON_DF = 2000
+
+
+def _lexemes(query: str) -> list[str]:
     with connection.cursor() as cursor:
-        cursor.execute(sql, [text, *params, limit])
+        cursor.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", [query])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _or_query(lexemes: list[str]) -> tuple[str, list[str]]:
+    # plainto_tsquery quotes whatever a lexeme holds; || ORs the parts.
+    return " || ".join(["plainto_tsquery('simple', %s)"] * len(lexemes)), list(lexemes)
+
+
+def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
+    lexemes = _lexemes(keyword_query_text(query)) if keyword_query_text(query) else []
+    if not lexemes:
+        return []
+    rare: list[str] = []
+    with connection.cursor() as cursor:
+        for lexeme in lexemes:
+            cursor.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
+                "AND search_vector @@ plainto_tsquery('simple', %s) LIMIT %s) s",
+                [bank.pk, lexeme, KEYWORD_COMMON_DF + 1],
+            )
+            if cursor.fetchone()[0] <= KEYWORD_COMMON_DF:
+                rare.append(lexeme)
+    where, params = _filters_sql(bank, filters)
+    full_sql, full_params = _or_query(lexemes)
+    select_sql, select_params = _or_query(rare or lexemes)
+    sample = "" if rare else f"LIMIT {KEYWORD_COMMON_DF}"
+    sql = (f"WITH cand AS (SELECT m.id, m.search_vector FROM banks_memory m "
+           f"WHERE m.search_vector @@ ({select_sql}) AND {where} {sample}) "
+           f"SELECT id, ts_rank_cd(search_vector, {full_sql}) AS rank FROM cand "
+           f"ORDER BY rank DESC, id DESC LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*select_params, *params, *full_params, limit])
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
 

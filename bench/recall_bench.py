@@ -1,0 +1,102 @@
+"""Recall latency on a large bank: hybrid recall (semantic + keyword + graph, RRF) p50/p95.
+
+    .venv/bin/python bench/recall_bench.py --memories 100000 --queries 200
+
+Uses its own embedded database under var/bench (or DATABASE_URL if set) and the
+hashing embedder; memories are bulk-inserted once and reused on later runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from banks.content import content_hash  # noqa: E402
+from banks.models import Bank, Memory  # noqa: E402
+from banks.providers import get_embedder  # noqa: E402
+from banks.selectors.recall import RecallFilters, recall_bank  # noqa: E402
+
+VOCAB = [f"w{i}" for i in range(5000)]
+TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
+
+
+def populate(bank: Bank, n: int, seed: int = 1) -> None:
+    have = Memory.objects.filter(bank=bank).count()
+    if have >= n:
+        return
+    rng = random.Random(seed + have)
+    embedder = get_embedder()
+    now = timezone.now()
+    batch: list[Memory] = []
+    started = time.perf_counter()
+    for i in range(have, n):
+        words = [rng.choice(VOCAB) for _ in range(14)] + [rng.choice(TOPICS), rng.choice(TOPICS)]
+        text = " ".join(words) + f" #{i}"
+        batch.append(Memory(
+            bank=bank, memory_id=f"b{i:08d}", text=text, tags=[rng.choice(TOPICS)], retained_at=now, created_at=now,
+            content_hash=content_hash(text), embedding=embedder.embed_one(text), embedding_model=embedder.name,
+            embedding_dims=embedder.dimensions,
+        ))
+        if len(batch) == 2000:
+            Memory.objects.bulk_create(batch)
+            batch.clear()
+            done = i + 1
+            rate = (done - have) / (time.perf_counter() - started)
+            print(f"  inserted {done}/{n} ({rate:.0f}/s)", flush=True)
+    if batch:
+        Memory.objects.bulk_create(batch)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}")
+    print(f"bank {bank.bank_id}: populating to {args.memories} memories")
+    populate(bank, args.memories)
+    rng = random.Random(99)
+    cases = {
+        "hybrid": RecallFilters(),
+        "hybrid+tag filter": RecallFilters(tags=["billing"]),
+    }
+    for label, filters in cases.items():
+        latencies: list[float] = []
+        for _ in range(args.queries):
+            query = " ".join(rng.choice(VOCAB) for _ in range(3)) + " " + rng.choice(TOPICS)
+            started = time.perf_counter()
+            outcome = recall_bank(bank, query, max_results=10, filters=filters)
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert outcome.hits, "recall returned nothing"
+        print(f"{label:>18}: n={len(latencies)} p50={statistics.median(latencies):.1f} ms "
+              f"p95={percentile(latencies, 0.95):.1f} ms max={max(latencies):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
