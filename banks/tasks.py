@@ -12,3 +12,29 @@ def ping(value: str) -> str:
 
     AuditEvent.objects.create(actor="worker", action="worker.ping", details={"value": value})
     return value
+
+
+@shared_task(name="banks.consolidate_observations")
+def consolidate_observations(job_id: int) -> None:
+    from banks.models import Job
+    from banks.services.consolidation import observations_consolidate
+    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_progress, job_start
+
+    job = Job.objects.select_related("bank").filter(pk=job_id).first()
+    if job is None or job.bank is None or job.is_finished:
+        return
+    try:
+        job = job_start(job=job)
+        outcome = observations_consolidate(
+            bank=job.bank, actor=job.created_by or "worker",
+            progress=lambda done, total: job_progress(job=job, done=done, total=total),
+        )
+    except JobCancelled:
+        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+        return
+    except Exception as exc:
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
+        raise
+    counts = {"created": outcome.created, "updated": outcome.updated, "clusters": outcome.clusters,
+              "memories_scanned": outcome.memories_scanned}
+    job_finish(job=job, counts=counts, result={**counts, "observation_ids": outcome.observation_ids})

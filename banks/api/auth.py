@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from banks.access import Principal, principal_for_token
 from banks.models import ApiToken
 
-TOKEN_PREFIX = "mh_"
+TOKEN_PREFIX = "mh_"  # noqa: S105  (a public marker, not a secret)
 # Writing last_used_at on every request would turn reads into writes; once a minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 

@@ -1,8 +1,8 @@
 """The MemoryHub domain. One module per aggregate; everything is re-exported here."""
 
 from banks.models.banks import Bank, BankMembership, BankRole
-from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
+from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
 
 __all__ = [

@@ -72,6 +72,9 @@ class ObservationEvidence(models.Model):
         ]
         indexes = [models.Index(fields=["memory_ref"], name="evidence_memory_ref")]
 
+    def __str__(self) -> str:
+        return f"{self.memory_ref} supports {self.observation_id}"
+
 
 class MentalModelKind(models.TextChoices):
     GENERAL = "general", "Mental model"

@@ -27,14 +27,14 @@ class Memory(models.Model):
     memory_id = models.CharField(max_length=255)
     text = models.TextField()
     fact_type = models.CharField(max_length=64, default="world")
-    memory_layer = models.CharField(max_length=64, null=True, blank=True)
+    memory_layer = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (null = "no layer", as the API says)
     tags = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     occurred_at = models.DateTimeField(null=True, blank=True)
     retained_at = models.DateTimeField(db_index=True)
     created_at = models.DateTimeField(help_text="when the source says the memory was created")
     updated_at = models.DateTimeField(auto_now=True)
-    source = models.CharField(max_length=2048, null=True, blank=True)
+    source = models.CharField(max_length=2048, null=True, blank=True)  # noqa: DJ001  (null = "no source")
     pii = models.BooleanField(default=False)
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(null=True, blank=True)
@@ -103,6 +103,9 @@ class MemoryEntity(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="memory_entity_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.memory_id} mentions {self.entity_id}"
+
 
 class EntityLink(models.Model):
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entity_links")
@@ -138,3 +141,6 @@ class MemoryLink(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source", "target", "link_type"], name="memory_link_unique")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} -{self.link_type}-> {self.target_id}"

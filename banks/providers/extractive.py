@@ -34,8 +34,19 @@ _IMPORTANT = {
 }
 
 
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough that "refunds" meets "refund" and "escalations" "escalation"."""
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    for suffix in ("ations", "ation", "ences", "ence", "ances", "ance", "ments", "ment", "ings", "ing", "ies", "es",
+                   "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
 def terms(text: str) -> list[str]:
-    return [w for w in (t.lower() for t in _WORD.findall(text)) if w not in _STOP and len(w) > 1]
+    return [stem(w) for w in (t.lower() for t in _WORD.findall(text)) if w not in _STOP and len(w) > 1]
 
 
 def sentences(text: str) -> list[str]:
@@ -49,17 +60,20 @@ class ExtractiveLanguageModel:
         if not passages:
             return Answer(text="I have no memories about that.", cited_ids=[], confidence=0.0)
         wanted = set(terms(query))
-        scored: list[tuple[float, int, str, str]] = []
+        scored: list[tuple[float, int, int, str, str]] = []
         for order, passage in enumerate(passages):
             for sentence in sentences(passage.text):
                 overlap = len(wanted & set(terms(sentence)))
                 # Rank first by overlap with the question, then by the memory's own rank.
-                scored.append((overlap + passage.score, -order, sentence, passage.memory_id))
+                scored.append((overlap + passage.score, overlap, -order, sentence, passage.memory_id))
         scored.sort(reverse=True)
+        if wanted and any(item[1] >= 1 for item in scored):
+            # Sentences sharing no word with the question only pad the answer; leave them out.
+            scored = [item for item in scored if item[1] >= 1]
         chosen: list[tuple[str, str]] = []
         budget = max_chars or 1200
         used = 0
-        for _, _, sentence, memory_id in scored:
+        for _, _, _, sentence, memory_id in scored:
             if used + len(sentence) > budget and chosen:
                 break
             if any(sentence == s for s, _ in chosen):
@@ -128,17 +142,20 @@ class ExtractiveLanguageModel:
         return "\n".join(f"- {s}" for s in seen)
 
     def judge_coverage(self, scope: str, texts: list[str]) -> Coverage:
-        wanted = list(dict.fromkeys(terms(scope)))
+        words = [w.lower() for w in _WORD.findall(scope) if w.lower() not in _STOP and len(w) > 1]
+        wanted = list(dict.fromkeys(stem(w) for w in words))
+        label = {stem(w): w for w in reversed(words)}
         if not wanted:
             return Coverage(score=1.0 if texts else 0.0, gaps=[])
         counts = Counter(t for text in texts for t in set(terms(text)))
         gaps: list[Gap] = []
         for term in wanted:
             n = counts.get(term, 0)
+            topic = label.get(term, term)
             if n == 0:
-                gaps.append(Gap(topic=term, severity="high", reason=f"No memory mentions '{term}'."))
+                gaps.append(Gap(topic=topic, severity="high", reason=f"No memory mentions '{topic}'."))
             elif n == 1:
-                gaps.append(Gap(topic=term, severity="medium", reason=f"Only one memory mentions '{term}'."))
+                gaps.append(Gap(topic=topic, severity="medium", reason=f"Only one memory mentions '{topic}'."))
         covered = sum(1 for t in wanted if counts.get(t, 0) > 0)
         score = round(covered / len(wanted), 3)
         order = {"high": 0, "medium": 1, "low": 2}

@@ -6,9 +6,12 @@ Directives of the bank that are active and in scope come first (layer
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from banks.models import Bank, MentalModel
+from django.db import connection
+
+from banks.models import Bank, MentalModel, Observation
 
 if TYPE_CHECKING:
     from banks.selectors.recall import RecallFilters, RecallHit, RecallTrace
@@ -44,7 +47,49 @@ def add_live_layers(
         if front:
             trace.strategies_used.insert(0, "directive")
             trace.strategy_candidate_counts["directive"] = len(front)
+    if include_observations:
+        started = time.perf_counter()
+        observed = _observation_hits(bank, query, filters, max(1, max_results // 2))
+        trace.strategy_timings_ms["observation"] = round((time.perf_counter() - started) * 1000, 3)
+        trace.strategy_candidate_counts["observation"] = len(observed)
+        if observed:
+            trace.strategies_used.append("observation")
+        front += observed
     return front + hits, total + len(front)
+
+
+def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[RecallHit]:
+    """Live observations nearest the query (as of a moment, only those that existed then)."""
+    from banks.selectors.recall import RecallHit
+    from banks.services.memories import bank_embedder
+    from banks.vectors import distance_sql, vector_literal
+
+    embedder = bank_embedder(bank)
+    vector = vector_literal(embedder.embed([query])[0])
+    distance = distance_sql(embedder.dimensions, column="o.embedding")
+    clauses, params = ["o.bank_id = %s", "o.embedding_dims = %s", "o.deleted_at IS NULL",
+                       "o.invalidated_at IS NULL"], [bank.pk, embedder.dimensions]
+    if filters.as_of is not None:
+        clauses.append("o.created_at <= %s")
+        params.append(filters.as_of)
+    sql = (f"SELECT o.id, 1 - {distance} FROM banks_observation o WHERE {' AND '.join(clauses)} "
+           f"ORDER BY {distance} LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [vector, *params, vector, limit])
+        rows = cursor.fetchall()
+    by_pk = Observation.objects.in_bulk([r[0] for r in rows])
+    hits = []
+    for pk, similarity in rows:
+        observation = by_pk[pk]
+        hits.append(RecallHit(
+            memory_id=observation.observation_id, text=observation.text, score=round(float(similarity), 6),
+            bank_id=bank.bank_id, fact_type="observation",
+            metadata={"scope": observation.scope, "proof_count": observation.proof_count,
+                      "confidence": observation.confidence},
+            memory_layer="observation", layer="observation", strategies=["observation"],
+            retained_at=observation.updated_at,
+        ))
+    return hits
 
 
 def _rule_text(directive: MentalModel) -> str:

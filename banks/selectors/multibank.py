@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from banks.models import Bank
-from banks.selectors.recall import RecallFilters, RecallHit, RecallOutcome, RecallTrace, apply_token_budget, recall_bank
+from banks.selectors.recall import (
+    RecallFilters,
+    RecallHit,
+    RecallOutcome,
+    RecallTrace,
+    apply_token_budget,
+    recall_bank,
+)
 from memoryhub.errors import InvalidInput
 
 STRATEGIES = ("parallel", "cascade", "first_match")

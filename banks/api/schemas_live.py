@@ -1,0 +1,170 @@
+"""Request bodies for reflect, audit, compile, graph, live memory and banks."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, model_validator
+
+from banks.api.wire import Depth, ResultCount, WireModel
+
+
+class ReflectRequest(WireModel):
+    query: str
+    bank_id: str | None = None
+    banks: list[str] | None = None
+    strategy: Literal["parallel", "cascade", "first_match"] | None = None
+    max_tokens: int | None = None
+    tags: list[str] | None = None
+    include_sources: bool = True
+    include_directives: bool = True
+    dispositions: Any = None
+
+    @model_validator(mode="after")
+    def _needs_a_bank(self) -> ReflectRequest:
+        if not self.bank_id and not self.banks:
+            raise ValueError("bank_id or banks is required")
+        return self
+
+
+class AuditRequest(WireModel):
+    scope: str
+    bank_id: str
+    max_memories: ResultCount = 50
+    max_tokens: int | None = None
+    tags: list[str] | None = None
+
+
+class CompileRequest(WireModel):
+    bank_id: str
+    scope: str | None = None
+
+
+class GraphSearchRequest(WireModel):
+    query: str
+    bank_id: str
+    limit: ResultCount = 10
+
+
+class GraphNeighborsRequest(WireModel):
+    entity_ids: list[str]
+    bank_id: str
+    max_depth: Depth = 2
+    limit: ResultCount = 20
+
+
+class BankQuery(WireModel):
+    bank_id: str
+
+
+class MentalModelListQuery(WireModel):
+    bank_id: str
+    scope: str | None = None
+    kind: str | None = None
+
+
+class MentalModelCreateRequest(WireModel):
+    bank_id: str
+    model_id: str = Field(validation_alias=AliasChoices("model_id", "name_id"))
+    title: str = Field(validation_alias=AliasChoices("title", "name"))
+    content: str | None = None
+    sections: list[dict[str, Any]] | None = None
+    structured_doc: dict[str, Any] | None = None
+    scope: str = "bank"
+    source_ids: list[str] = Field(default_factory=list)
+
+
+class MentalModelRefreshRequest(WireModel):
+    bank_id: str
+    content: str | None = None
+    source_ids: list[str] | None = None
+    new_source_ids: list[str] | None = None
+    expected_revision: int | None = None
+
+
+class MentalModelUpdateRequest(WireModel):
+    bank_id: str
+    operations: list[Any]
+    expected_revision: int | None = Field(default=None, validation_alias=AliasChoices("expected_revision",
+                                                                                     "revision"))
+
+
+class MentalModelRevertRequest(WireModel):
+    bank_id: str
+    revision: int = Field(ge=1)
+    expected_revision: int | None = None
+
+
+class DiffQuery(WireModel):
+    bank_id: str
+    from_revision: int = Field(ge=1, validation_alias=AliasChoices("from", "from_revision", "a"))
+    to_revision: int = Field(ge=1, validation_alias=AliasChoices("to", "to_revision", "b"))
+
+
+class DirectiveCreateRequest(WireModel):
+    bank_id: str
+    rule_text: str = Field(validation_alias=AliasChoices("rule_text", "text", "rule"))
+    directive_id: str | None = None
+    scope: str = "bank"
+    priority: int = 0
+
+
+class DirectiveUpdateRequest(WireModel):
+    bank_id: str
+    rule_text: str | None = Field(default=None, validation_alias=AliasChoices("rule_text", "text", "rule"))
+    scope: str | None = None
+    is_active: bool | None = Field(default=None, validation_alias=AliasChoices("is_active", "active"))
+    priority: int | None = None
+    expected_revision: int | None = None
+
+
+class ObservationListQuery(WireModel):
+    bank_id: str
+    scope: str | None = None
+    trend: Literal["new", "strengthening", "stable", "weakening", "stale"] | None = None
+    limit: ResultCount = 100
+    include_invalidated: bool = False
+
+
+class ObservationCreateRequest(WireModel):
+    bank_id: str
+    text: str
+    # The documentation calls it ``evidence``; the code ``source_ids``: both work.
+    source_ids: list[str] | None = Field(default=None, validation_alias=AliasChoices("source_ids", "evidence"))
+    scope: str | None = None
+    confidence: float = 0.9
+
+
+class ObservationUpdateRequest(WireModel):
+    bank_id: str
+    text: str | None = None
+    confidence: float | None = None
+    scope: str | None = None
+    add_source_ids: list[str] | None = None
+    remove_source_ids: list[str] | None = None
+    reason: str = ""
+
+
+class ObservationsInvalidateRequest(WireModel):
+    bank_id: str
+    source_ids: list[str]
+
+
+class BankCreateRequest(WireModel):
+    bank_id: str
+    name: str = ""
+    description: str = ""
+    config: dict[str, Any] | None = None
+
+
+class BankUpdateRequest(WireModel):
+    name: str | None = None
+    description: str | None = None
+    embedding_provider: str | None = None
+    dedup_threshold: float | None = None
+    config: dict[str, Any] | None = None
+
+
+class BankDeleteQuery(WireModel):
+    confirm: str = ""
+    reason: str = ""

@@ -1,0 +1,51 @@
+"""/v1/banks: list the banks a token can see, create, read, update, delete (guarded)."""
+
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from banks.api import render_live as render
+from banks.api.base import BankApiView, ok
+from banks.api.schemas_live import BankCreateRequest, BankDeleteQuery, BankUpdateRequest
+from banks.models import Memory
+from banks.services.banks import bank_create, bank_delete, bank_update
+from memoryhub.errors import AccessDenied
+
+
+class BanksApi(BankApiView):
+    def get(self, request: Request) -> Response:
+        principal = self.principal(request)
+        rows = principal.visible_banks().order_by("bank_id")[:1000]
+        return ok({"banks": [render.bank(b) for b in rows]})
+
+    def post(self, request: Request) -> Response:
+        body = self.body(request, BankCreateRequest)
+        principal = self.principal(request)
+        if not principal.can(body.bank_id, "admin"):
+            raise AccessDenied(principal.label, "admin", body.bank_id)
+        bank = bank_create(bank_id=body.bank_id, actor=principal.label, name=body.name,
+                           description=body.description, config=body.config)
+        return ok(render.bank(bank))
+
+
+class BankApi(BankApiView):
+    def get(self, request: Request, bank_id: str) -> Response:
+        bank = self.bank(request, bank_id, "read")
+        live = Memory.objects.live().filter(bank=bank)
+        counts = {"memories": live.count(), "observations": bank.observations.live().count(),
+                  "mental_models": bank.mental_models.live().models_only().count(),
+                  "directives": bank.mental_models.live().directives().count()}
+        return ok(render.bank(bank, counts))
+
+    def patch(self, request: Request, bank_id: str) -> Response:
+        body = self.body(request, BankUpdateRequest)
+        bank = self.bank(request, bank_id, "admin")
+        changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
+        return ok(render.bank(bank_update(bank=bank, actor=self.actor(request), **changes)))
+
+    def delete(self, request: Request, bank_id: str) -> Response:
+        query = self.query(request, BankDeleteQuery)
+        bank = self.bank(request, bank_id, "admin")
+        bank_delete(bank=bank, actor=self.actor(request), confirm=query.confirm, reason=query.reason)
+        return ok({"deleted": True, "bank_id": bank_id})

@@ -1,0 +1,51 @@
+"""Observation reads, with the trend computed from evidence times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Prefetch, QuerySet
+
+from banks.live.trends import compute_trend
+from banks.models import Bank, Observation, ObservationEvidence
+
+
+@dataclass
+class ObservationView:
+    observation: Observation
+    trend: str
+    source_ids: list[str]
+    evidence_times: list[datetime]
+
+
+def _with_evidence(rows: QuerySet[Observation]) -> QuerySet[Observation]:
+    return rows.prefetch_related(Prefetch("evidence", queryset=ObservationEvidence.objects.order_by("evidence_at")))
+
+
+def observation_view(observation: Observation, now: datetime | None = None) -> ObservationView:
+    evidence = list(observation.evidence.all())
+    times = [e.evidence_at for e in evidence]
+    return ObservationView(observation=observation, trend=compute_trend(times or [observation.updated_at], now),
+                           source_ids=[e.memory_ref for e in evidence], evidence_times=times)
+
+
+def observation_list(*, bank: Bank, scope: str | None = None, trend: str | None = None, limit: int = 100,
+                     include_invalidated: bool = False, query: str | None = None) -> list[ObservationView]:
+    rows = Observation.objects.filter(bank=bank, deleted_at__isnull=True)
+    if not include_invalidated:
+        rows = rows.filter(invalidated_at__isnull=True)
+    if scope:
+        rows = rows.filter(scope=scope)
+    if query:
+        rows = rows.filter(text__icontains=query)
+    views = []
+    # The trend is computed, not stored: filter after computing, within a bounded scan.
+    for observation in _with_evidence(rows.order_by("-updated_at", "-id"))[: max(limit * 10, 1000)]:
+        view = observation_view(observation)
+        if trend and view.trend != trend:
+            continue
+        views.append(view)
+        if len(views) >= limit:
+            break
+    return views

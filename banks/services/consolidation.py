@@ -1,0 +1,101 @@
+"""Consolidation: group related memories and keep an observation for each group.
+
+Recent live memories that no observation cites yet are clustered by embedding
+similarity (nearest neighbours on the HNSW index); each cluster of two or more
+becomes an observation whose text the language model writes. A cluster close to
+an existing observation strengthens it (new evidence, proof count + 1) instead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from banks.models import Bank, Memory, Observation, ObservationEvidence
+from banks.providers import get_embedder, get_llm
+from banks.services.observations import observation_create, observation_update
+from banks.vectors import distance_sql
+
+CLUSTER_SIMILARITY = 0.6
+MATCH_OBSERVATION_SIMILARITY = 0.8
+MAX_CLUSTER = 20
+
+
+@dataclass
+class ConsolidationOutcome:
+    created: int = 0
+    updated: int = 0
+    clusters: int = 0
+    memories_scanned: int = 0
+    observation_ids: list[str] = field(default_factory=list)
+
+
+def _neighbours(bank: Bank, memory: Memory, candidates: set[int], similarity: float) -> list[int]:
+    dims = memory.embedding_dims or 0
+    distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE id = %s)")
+    sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "
+           f"AND archived_at IS NULL AND forgotten_at IS NULL AND id <> %s ORDER BY {distance} LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2])
+        return [pk for pk, sim in cursor.fetchall() if sim >= similarity and pk in candidates][:MAX_CLUSTER - 1]
+
+
+def _matching_observation(bank: Bank, text: str) -> Observation | None:
+    embedder = get_embedder(bank.embedding_provider or None)
+    from banks.vectors import vector_literal
+
+    vector = vector_literal(embedder.embed([text])[0])
+    distance = distance_sql(embedder.dimensions, column="embedding")
+    sql = (f"SELECT id, 1 - {distance} FROM banks_observation WHERE bank_id = %s AND embedding_dims = %s "
+           f"AND deleted_at IS NULL AND invalidated_at IS NULL ORDER BY {distance} LIMIT 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [vector, bank.pk, embedder.dimensions, vector])
+        row = cursor.fetchone()
+    if row and row[1] >= MATCH_OBSERVATION_SIMILARITY:
+        return Observation.objects.get(pk=row[0])
+    return None
+
+
+def observations_consolidate(*, bank: Bank, actor: str, limit: int = 500,
+                             progress: Callable[[int, int], None] | None = None) -> ConsolidationOutcome:
+    outcome = ConsolidationOutcome()
+    cited = ObservationEvidence.objects.filter(observation__bank=bank, observation__deleted_at__isnull=True,
+                                               observation__invalidated_at__isnull=True).values("memory_ref")
+    memories = list(Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False)
+                    .exclude(memory_id__in=cited).order_by("-retained_at")[:limit])
+    outcome.memories_scanned = len(memories)
+    by_pk = {m.pk: m for m in memories}
+    unassigned = set(by_pk)
+    llm = get_llm()
+    for i, memory in enumerate(memories):
+        if progress and i % 25 == 0:
+            progress(i, len(memories))
+        if memory.pk not in unassigned:
+            continue
+        members = [memory.pk, *_neighbours(bank, memory, unassigned - {memory.pk}, CLUSTER_SIMILARITY)]
+        if len(members) < 2:
+            continue
+        unassigned.difference_update(members)
+        cluster = [by_pk[pk] for pk in members]
+        outcome.clusters += 1
+        text = llm.summarize([m.text for m in cluster]).splitlines()[0].lstrip("- ").strip() or cluster[0].text
+        ids = [m.memory_id for m in cluster]
+        tags = Counter(t for m in cluster for t in set(m.tags))
+        common = [t for t, n in tags.items() if n == len(cluster)]
+        scope = f"tag:{sorted(common)[0]}" if common else "bank"
+        existing = _matching_observation(bank, text)
+        if existing is not None:
+            observation_update(observation=existing, actor=actor, add_source_ids=ids, reason="consolidation")
+            outcome.updated += 1
+            outcome.observation_ids.append(existing.observation_id)
+        else:
+            created = observation_create(bank=bank, text=text, actor=actor, source_ids=ids, scope=scope,
+                                         confidence=0.7)
+            outcome.created += 1
+            outcome.observation_ids.append(created.observation_id)
+    if progress:
+        progress(len(memories), len(memories))
+    return outcome

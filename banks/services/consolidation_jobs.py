@@ -1,0 +1,23 @@
+"""Starting consolidation as a job (the API, the UI and the command share this)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from banks.models import Bank, Job, JobState
+from banks.services.jobs import job_create
+from memoryhub.errors import Conflict
+
+
+def consolidation_start(*, bank: Bank, actor: str) -> Job:
+    """Queue a consolidation of the bank; one at a time per bank."""
+    running = Job.objects.filter(bank=bank, kind="consolidation",
+                                 state__in=[JobState.QUEUED, JobState.RUNNING]).first()
+    if running is not None:
+        raise Conflict(f"a consolidation of bank '{bank.bank_id}' is already {running.state} (job {running.pk})",
+                       job_id=running.pk)
+    job = job_create(kind="consolidation", actor=actor, bank=bank)
+    from banks.tasks import consolidate_observations
+
+    transaction.on_commit(lambda: consolidate_observations.delay(job.pk))
+    return job
