@@ -173,7 +173,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "memoryhub.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["banks.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": env_str("MEMORYHUB_RATE_LIMIT", "6000/min")},
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "banks.api.openapi.PydanticAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -183,6 +183,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "POSTPROCESSING_HOOKS": ["banks.api.openapi.add_pydantic_components"],
+    "DISABLE_ERRORS_AND_WARNINGS": True,
 }
 
 CACHES = {

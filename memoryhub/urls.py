@@ -1,9 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from banks.api import views_core
+from banks.api import views_core, views_docs
 
 urlpatterns = [
+    path("v1/openapi.json", views_docs.openapi_json, name="openapi"),
+    path("v1/docs", views_docs.api_docs, name="api-docs"),
     path("v1/", include("banks.api.urls")),
     path("live", views_core.LiveApi.as_view(), name="live"),
     path("health", views_core.HealthApi.as_view(), name="health"),

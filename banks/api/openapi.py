@@ -1,0 +1,131 @@
+"""OpenAPI 3 for /v1, generated from the pydantic wire models.
+
+drf-spectacular walks the URL patterns and views; this schema class replaces
+what it cannot know (our bodies are pydantic models, not serializers) with the
+models' own JSON schemas, and a post-processing hook files those under
+``components/schemas``. Each operation names its body or query model here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.openapi import AutoSchema
+from pydantic import BaseModel
+
+from banks.api import schemas as core
+from banks.api import schemas_live as live
+
+# (view class name, HTTP method) -> (body model, query model, permission, summary)
+OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] | None, str, str]] = {
+    ("RetainApi", "post"): (core.RetainRequest, None, "write", "Store content into a bank"),
+    ("RecallApi", "post"): (core.RecallRequest, None, "read", "Hybrid recall from one or several banks"),
+    ("HistoryApi", "post"): (core.HistoryRequest, None, "read", "Recall as the bank was at a moment"),
+    ("ForgetApi", "post"): (core.ForgetRequest, None, "forget",
+                            "Forget by ids, tags, date or whole bank (admin for scope all and compliance)"),
+    ("ReflectApi", "post"): (live.ReflectRequest, None, "read", "Answer a question from memory, with sources"),
+    ("AuditApi", "post"): (live.AuditRequest, None, "read", "Coverage score and gaps of a bank"),
+    ("CompileApi", "post"): (live.CompileRequest, None, "write", "Compile wiki pages per scope"),
+    ("GraphSearchApi", "post"): (live.GraphSearchRequest, None, "read", "Search entities"),
+    ("GraphNeighborsApi", "post"): (live.GraphNeighborsRequest, None, "read", "Memories linked to entities"),
+    ("MentalModelsApi", "get"): (None, live.MentalModelListQuery, "read", "List mental models"),
+    ("MentalModelsApi", "post"): (live.MentalModelCreateRequest, None, "write", "Create or replace a mental model"),
+    ("MentalModelApi", "get"): (None, live.BankQuery, "read", "Get a mental model"),
+    ("MentalModelApi", "patch"): (live.MentalModelUpdateRequest, None, "write", "Apply delta operations"),
+    ("MentalModelApi", "delete"): (None, live.BankQuery, "forget", "Delete a mental model (soft)"),
+    ("MentalModelRefreshApi", "post"): (live.MentalModelRefreshRequest, None, "write",
+                                        "Refresh content and/or sources"),
+    ("MentalModelUpdateApi", "post"): (live.MentalModelUpdateRequest, None, "write", "Apply delta operations"),
+    ("MentalModelRevisionsApi", "get"): (None, live.BankQuery, "read", "List revisions"),
+    ("MentalModelRevisionApi", "get"): (None, live.BankQuery, "read", "Get one revision"),
+    ("MentalModelDiffApi", "get"): (None, live.DiffQuery, "read", "Diff two revisions"),
+    ("MentalModelRevertApi", "post"): (live.MentalModelRevertRequest, None, "write",
+                                       "Revert to a revision (as a new revision)"),
+    ("ObservationsApi", "get"): (None, live.ObservationListQuery, "read", "List observations (trend filter)"),
+    ("ObservationsApi", "post"): (live.ObservationCreateRequest, None, "write", "Create an observation"),
+    ("ObservationApi", "get"): (None, live.BankQuery, "read", "Get an observation"),
+    ("ObservationApi", "patch"): (live.ObservationUpdateRequest, None, "write", "Update an observation"),
+    ("ObservationApi", "delete"): (None, live.BankQuery, "forget", "Delete an observation"),
+    ("ObservationsInvalidateApi", "post"): (live.ObservationsInvalidateRequest, None, "forget",
+                                            "Invalidate observations citing memories"),
+    ("ObservationsConsolidateApi", "post"): (live.BankQuery, None, "write", "Start a consolidation job"),
+    ("DirectivesApi", "get"): (None, live.BankQuery, "read", "List directives"),
+    ("DirectivesApi", "post"): (live.DirectiveCreateRequest, None, "write", "Author a directive"),
+    ("DirectiveApi", "get"): (None, live.BankQuery, "read", "Get a directive"),
+    ("DirectiveApi", "patch"): (live.DirectiveUpdateRequest, None, "write", "Edit or (de)activate a directive"),
+    ("DirectiveApi", "delete"): (None, live.BankQuery, "forget", "Delete a directive"),
+    ("DirectiveDeactivateApi", "post"): (live.BankQuery, None, "write", "Deactivate a directive"),
+    ("BanksApi", "get"): (None, None, "read", "Banks this token can see"),
+    ("BanksApi", "post"): (live.BankCreateRequest, None, "admin", "Create a bank"),
+    ("BankApi", "get"): (None, None, "read", "A bank with its counts"),
+    ("BankApi", "patch"): (live.BankUpdateRequest, None, "admin", "Change bank settings"),
+    ("BankApi", "delete"): (None, live.BankDeleteQuery, "admin", "Delete a bank (confirm=<bank_id>)"),
+}
+
+_MODELS: dict[str, type[BaseModel]] = {}
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def register(name: str, model: type[BaseModel]) -> None:
+    _MODELS[name] = model
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    required = set(schema.get("required", []))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": prop}
+        for name, prop in schema.get("properties", {}).items()
+    ]
+
+
+class PydanticAutoSchema(AutoSchema):
+    def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str,
+                      registry: Any) -> dict[str, Any] | None:
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is None:
+            return None
+        key = (type(self.view).__name__, method.lower())
+        if key not in OPERATIONS:
+            return operation
+        body, query, permission, summary = OPERATIONS[key]
+        operation["summary"] = summary
+        operation["description"] = f"Needs the `{permission}` permission on the bank."
+        operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") == "path"]
+        operation.pop("requestBody", None)
+        if body is not None:
+            register(body.__name__, body)
+            operation["requestBody"] = {"required": True, "content": {"application/json": {
+                "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
+        if query is not None:
+            operation["parameters"] += _query_parameters(query)
+        errors = {str(code): {"description": text, "content": {"application/json": {"schema": _ERROR}}}
+                  for code, text in ((400, "Bad input, naming the field"), (401, "Missing or bad token"),
+                                     (403, "No grant or missing permission"), (404, "Not found"),
+                                     (429, "Rate limited"))}
+        operation["responses"] = {"200": {"description": "OK", "content": {"application/json": {
+            "schema": {"type": "object"}}}}, **errors}
+        operation["security"] = [{"bearerAuth": []}, {"apiKeyAuth": []}]
+        return operation
+
+
+def add_pydantic_components(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, model in sorted(_MODELS.items()):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for def_name, definition in schema.pop("$defs", {}).items():
+            schemas.setdefault(def_name, definition)
+        schemas[name] = schema
+    schemas["Error"] = {
+        "type": "object", "required": ["detail", "error"],
+        "properties": {
+            "detail": {"type": "string"},
+            "error": {"type": "object", "required": ["code", "message"], "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}},
+        },
+    }
+    result["components"]["securitySchemes"] = {
+        "bearerAuth": {"type": "http", "scheme": "bearer"},
+        "apiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+    }
+    return result

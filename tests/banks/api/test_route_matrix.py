@@ -1,0 +1,146 @@
+"""Every /v1 route against every kind of caller: no token, another bank, missing permission, allowed."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from banks.models import Bank
+from banks.services.directives import directive_create
+from banks.services.memories import memory_retain
+from banks.services.mental_models import mental_model_create
+from banks.services.observations import observation_create
+from tests.conftest import ApiClient
+
+pytestmark = pytest.mark.django_db
+
+B = "user-alice"
+ALL = ("read", "write", "forget", "admin")
+
+# method, path, payload (body for POST/PATCH, query for GET/DELETE), permission
+ROUTES = [
+    ("post", "/v1/retain", {"content": "Alice likes jazz.", "bank_id": B}, "write"),
+    ("post", "/v1/recall", {"query": "jazz", "bank_id": B}, "read"),
+    ("post", "/v1/history", {"query": "jazz", "bank_id": B, "as_of": "2030-01-01T00:00:00Z"}, "read"),
+    ("post", "/v1/forget", {"bank_id": B, "memory_ids": ["nope"]}, "forget"),
+    ("post", "/v1/reflect", {"query": "jazz", "bank_id": B}, "read"),
+    ("post", "/v1/audit", {"scope": "music", "bank_id": B}, "read"),
+    ("post", "/v1/compile", {"bank_id": B}, "write"),
+    ("post", "/v1/graph/search", {"query": "Alice", "bank_id": B}, "read"),
+    ("post", "/v1/graph/neighbors", {"entity_ids": ["alice"], "bank_id": B}, "read"),
+    ("get", "/v1/mental-models", {"bank_id": B}, "read"),
+    ("post", "/v1/mental-models", {"bank_id": B, "model_id": "m2", "title": "T", "content": "x"}, "write"),
+    ("get", "/v1/mental-models/mm", {"bank_id": B}, "read"),
+    ("patch", "/v1/mental-models/mm", {"bank_id": B, "operations": [{"op": "add_section", "heading": "H"}]},
+     "write"),
+    ("delete", "/v1/mental-models/mm", {"bank_id": B}, "forget"),
+    ("post", "/v1/mental-models/mm/refresh", {"bank_id": B, "content": "new"}, "write"),
+    ("post", "/v1/mental-models/mm/update", {"bank_id": B, "operations": [{"op": "add_section", "heading": "H"}]},
+     "write"),
+    ("get", "/v1/mental-models/mm/revisions", {"bank_id": B}, "read"),
+    ("get", "/v1/mental-models/mm/revisions/1", {"bank_id": B}, "read"),
+    ("get", "/v1/mental-models/mm/diff", {"bank_id": B, "from": 1, "to": 1}, "read"),
+    ("post", "/v1/mental-models/mm/revert", {"bank_id": B, "revision": 1}, "write"),
+    ("get", "/v1/observations", {"bank_id": B}, "read"),
+    ("post", "/v1/observations", {"bank_id": B, "text": "Likes jazz."}, "write"),
+    ("get", "/v1/observations/OBS", {"bank_id": B}, "read"),
+    ("patch", "/v1/observations/OBS", {"bank_id": B, "confidence": 0.8}, "write"),
+    ("delete", "/v1/observations/OBS", {"bank_id": B}, "forget"),
+    ("post", "/v1/observations/invalidate", {"bank_id": B, "source_ids": ["x"]}, "forget"),
+    ("post", "/v1/observations/consolidate", {"bank_id": B}, "write"),
+    ("get", "/v1/directives", {"bank_id": B}, "read"),
+    ("post", "/v1/directives", {"bank_id": B, "rule_text": "Be brief."}, "write"),
+    ("get", "/v1/directives/dir", {"bank_id": B}, "read"),
+    ("patch", "/v1/directives/dir", {"bank_id": B, "priority": 3}, "write"),
+    ("delete", "/v1/directives/dir", {"bank_id": B}, "forget"),
+    ("post", "/v1/directives/dir/deactivate", {"bank_id": B}, "write"),
+    ("get", f"/v1/banks/{B}", {}, "read"),
+    ("patch", f"/v1/banks/{B}", {"name": "Alice"}, "admin"),
+    ("delete", f"/v1/banks/{B}", {"confirm": B}, "admin"),
+]
+
+
+@pytest.fixture
+def world(bank: Bank) -> dict[str, str]:
+    memory_retain(bank=bank, text="Alice Smith likes jazz.", actor="test")
+    mental_model_create(bank=bank, model_id="mm", title="Model", content="# A\n\ntext", actor="test")
+    directive_create(bank=bank, rule_text="Be kind.", directive_id="dir", actor="test")
+    obs = observation_create(bank=bank, text="Jazz fan.", actor="test")
+    return {"OBS": obs.observation_id}
+
+
+def call(client: ApiClient, method: str, path: str, payload: dict, world: dict[str, str]):
+    for key, value in world.items():
+        path = path.replace(key, value)
+    if method in ("get", "delete"):
+        return getattr(client, method)(path, payload)
+    return getattr(client, method)(path, payload)
+
+
+@pytest.mark.parametrize(("method", "path", "payload", "permission"), ROUTES,
+                         ids=[f"{m} {p}" for m, p, _, _ in ROUTES])
+class TestRouteMatrix:
+    def test_no_token(self, world, method, path, payload, permission):
+        response = call(ApiClient(), method, path, payload, world)
+        assert response.status_code == 401, response.content
+
+    def test_other_bank_only(self, world, make_bank, make_token, method, path, payload, permission):
+        make_bank("user-bob")
+        response = call(ApiClient(make_token({"user-bob": list(ALL)})), method, path, payload, world)
+        assert response.status_code == 403, response.content
+        assert response.json()["error"]["code"] == "access_denied"
+
+    def test_missing_permission(self, world, make_token, method, path, payload, permission):
+        others = [p for p in ALL if p != permission]
+        response = call(ApiClient(make_token({B: others})), method, path, payload, world)
+        assert response.status_code == 403, response.content
+        assert f"'{permission}'" in response.json()["detail"]
+
+    def test_allowed(self, world, make_token, method, path, payload, permission):
+        response = call(ApiClient(make_token({B: [permission]})), method, path, payload, world)
+        assert response.status_code in (200, 202), response.content
+
+
+def _v1_routes() -> set[str]:
+    found: set[str] = set()
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                route = prefix + str(pattern.pattern)
+                if route.startswith("v1/"):
+                    found.add("/" + route.replace("<str:", "{").replace("<int:", "{").replace(">", "}"))
+
+    walk(get_resolver().url_patterns)
+    return found
+
+
+def test_the_matrix_covers_every_route_with_a_bank():
+    covered = {p for _, p, _, _ in ROUTES}
+    bankless = {"/v1/openapi.json", "/v1/docs", "/v1/banks"}
+    names = {"mm": "{model_id}", "OBS": "{observation_id}", "dir": "{directive_id}", B: "{bank_id}",
+             "1": "{number}"}
+    normalised = {"/".join(names.get(segment, segment) for segment in p.split("/")) for p in covered}
+    missing = {r for r in _v1_routes() - bankless if r not in normalised
+               and not r.startswith(("/v1/export", "/v1/import", "/v1/agent", "/v1/ingest"))}
+    assert not missing, f"routes without a permission test: {sorted(missing)}"
+
+
+def test_openapi_lists_every_route(client):
+    document = client.get("/v1/openapi.json").json()
+    assert document["openapi"].startswith("3.")
+    paths = set(document["paths"])
+    missing = {r for r in _v1_routes() if r not in paths and r not in {"/v1/openapi.json", "/v1/docs"}}
+    assert not missing, f"routes missing from the OpenAPI document: {sorted(missing)}"
+    retain = document["paths"]["/v1/retain"]["post"]
+    assert retain["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/RetainRequest"}
+    assert "content" in document["components"]["schemas"]["RetainRequest"]["required"]
+
+
+def test_docs_page_renders(client):
+    page = client.get("/v1/docs")
+    assert page.status_code == 200
+    assert "POST /v1/retain" in page.content.decode()
