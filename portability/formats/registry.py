@@ -1,0 +1,95 @@
+"""Archive formats by name, with detection. Every reader takes a path and options and returns
+(header, iterator of MemoryRecord | RecordError); the iterator opens the file itself, so it can be
+re-read (strict imports read twice) and closes it when done."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from portability.formats import ama
+from portability.records import ArchiveHeader, MemoryRecord, RecordError
+
+Reader = Callable[..., tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]]
+
+
+class UnknownFormat(ValueError):
+    pass
+
+
+def _read_ama(path: Path, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, **_: Any
+              ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    with path.open("rb") as fp:
+        header, _records = ama.read_ama(fp, max_line_bytes=max_line_bytes)
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        with path.open("rb") as fp:
+            _, items = ama.read_ama(fp, max_line_bytes=max_line_bytes)
+            yield from items
+
+    return header, records()
+
+
+READERS: dict[str, Reader] = {"ama": _read_ama}
+
+
+def register_reader(name: str, reader: Reader) -> None:
+    READERS[name] = reader
+
+
+def detect_format(path: Path) -> str:
+    """Decide from the name and a bounded look at the start of the file or directory."""
+    if path.is_dir():
+        if (path / ".obsidian").is_dir():
+            return "obsidian"
+        return "markdown"
+    name = path.name.lower()
+    with path.open("rb") as fp:
+        head = fp.read(65536)
+    if head.startswith(b"SQLite format 3\x00"):
+        return "sqlite"
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
+    first_line = text.split("\n", 1)[0]
+    if name.endswith((".jsonl", ".ndjson")) or (first_line.startswith("{") and first_line.rstrip().endswith("}")):
+        try:
+            first = json.loads(first_line)
+        except ValueError:
+            first = None
+        if isinstance(first, dict) and "_ama_version" in first:
+            return "ama"
+        if isinstance(first, dict):
+            return "agentos_ndjson"
+    if name.endswith(".csv"):
+        return "csv"
+    if text.startswith("["):
+        if '"mapping"' in text and ('"current_node"' in text or '"create_time"' in text):
+            return "chatgpt"
+    if text.startswith("{"):
+        if '"format_version"' in text and ('"semantic_nodes"' in text or '"agent_name"' in text):
+            return "amplihack"
+        if '"traces"' in text or '"brain' in text:
+            return "agentos_json"
+    if name.endswith(".md"):
+        return "markdown"
+    raise UnknownFormat(f"could not tell the format of {path.name}; name it explicitly "
+                        f"(one of: {', '.join(sorted(READERS))})")
+
+
+def open_archive(path: Path, fmt: str | None = None, **options: Any
+                 ) -> tuple[str, ArchiveHeader, Callable[[], Iterator[MemoryRecord | RecordError]]]:
+    """(format, header, a callable giving a fresh iterator of records)."""
+    fmt = fmt or detect_format(path)
+    if fmt not in READERS:
+        raise UnknownFormat(f"unknown format {fmt!r}; use one of: {', '.join(sorted(READERS))}")
+    header, first = READERS[fmt](path, **options)
+    used = [False]
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        if not used[0]:
+            used[0] = True
+            return first
+        return READERS[fmt](path, **options)[1]
+
+    return fmt, header, records

@@ -1,0 +1,158 @@
+"""Export a bank as an archive, streaming from one database snapshot.
+
+The count in the header and the lines that follow come from the same
+REPEATABLE READ snapshot, so they agree even while the bank is being written.
+Files are written atomically (temporary file beside the target, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.db import connection, transaction
+from django.db.models import Prefetch
+
+from banks.models import Bank, Entity, Memory, MemoryLink, Observation, ObservationEvidence
+from banks.services.audit import audit_record
+from portability.formats.ama import atomic_write, record_to_line, write_ama
+from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord
+
+CHUNK = 2000
+
+
+@dataclass
+class ExportReport:
+    bank_id: str
+    path: str
+    exported_count: int
+    memories: int
+    observations: int
+
+
+def memory_record(memory: Memory, *, include_embeddings: bool) -> MemoryRecord:
+    embedding = None
+    if include_embeddings and memory.embedding is not None:
+        embedding = [float(x) for x in memory.embedding]
+    return MemoryRecord(
+        text=memory.text, memory_id=memory.memory_id, fact_type=memory.fact_type, tags=list(memory.tags),
+        metadata=dict(memory.metadata or {}), occurred_at=memory.occurred_at, created_at=memory.created_at,
+        retained_at=memory.retained_at, source=memory.source, memory_layer=memory.memory_layer,
+        entities=[EntityRecord(name=e.name, entity_type=e.entity_type, aliases=list(e.aliases))
+                  for e in memory.entities.all()],
+        links=[LinkRecord(target_id=link.target.memory_id, link_type=link.link_type, confidence=link.confidence,
+                          metadata=link.metadata or {}) for link in memory.links_out.all()],
+        embedding=embedding, embedding_model=memory.embedding_model if embedding else None,
+    )
+
+
+def observation_record(observation: Observation) -> MemoryRecord:
+    evidence = list(observation.evidence.all())
+    return MemoryRecord(
+        text=observation.text, memory_id=observation.observation_id, fact_type="observation",
+        metadata={"_obs_source_ids": [e.memory_ref for e in evidence],
+                  "_obs_source_timestamps": [e.evidence_at.isoformat() for e in evidence],
+                  "_obs_proof_count": observation.proof_count, "_obs_confidence": observation.confidence,
+                  "_obs_scope": observation.scope},
+        created_at=observation.created_at, retained_at=observation.updated_at, memory_layer="observation",
+    )
+
+
+def _memories(bank: Bank, include_archived: bool):  # noqa: ANN202
+    rows = Memory.objects.filter(bank=bank, forgotten_at__isnull=True)
+    if not include_archived:
+        rows = rows.filter(archived_at__isnull=True)
+    return rows.order_by("id")
+
+
+def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, include_observations: bool,
+             include_archived: bool) -> Iterator[MemoryRecord]:
+    rows = _memories(bank, include_archived)
+    if include_entities:
+        rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.only("name", "entity_type",
+                                                                                      "aliases")),
+                                     Prefetch("links_out", queryset=MemoryLink.objects.select_related("target")))
+    else:
+        rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.none()),
+                                     Prefetch("links_out", queryset=MemoryLink.objects.none()))
+    if not include_embeddings:
+        rows = rows.defer("embedding")
+    for memory in rows.iterator(chunk_size=CHUNK):
+        yield memory_record(memory, include_embeddings=include_embeddings)
+    if include_observations:
+        observations = Observation.objects.live().filter(bank=bank).order_by("id").prefetch_related(
+            Prefetch("evidence", queryset=ObservationEvidence.objects.order_by("evidence_at")))
+        for observation in observations.iterator(chunk_size=CHUNK):
+            yield observation_record(observation)
+
+
+def _count(bank: Bank, include_observations: bool, include_archived: bool) -> tuple[int, int]:
+    memories = _memories(bank, include_archived).count()
+    observations = Observation.objects.live().filter(bank=bank).count() if include_observations else 0
+    return memories, observations
+
+
+class _snapshot:  # noqa: N801  (used like transaction.atomic)
+    """A transaction that sees one snapshot throughout (REPEATABLE READ). Inside an enclosing
+    transaction (a caller's, or a test's) the enclosing one already fixes what is seen."""
+
+    def __enter__(self) -> None:
+        outer = connection.in_atomic_block
+        self._atomic = transaction.atomic()
+        self._atomic.__enter__()
+        if not outer:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+    def __exit__(self, *exc: object) -> None:
+        self._atomic.__exit__(*exc)
+
+
+def archive_export(
+    *, bank: Bank, dest: Path, actor: str, include_embeddings: bool = False, include_entities: bool = True,
+    include_observations: bool = True, include_archived: bool = False, provider: str = "memoryhub",
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportReport:
+    with _snapshot():
+        memories, observations = _count(bank, include_observations, include_archived)
+        total = memories + observations
+        header = ArchiveHeader(format="ama", bank_id=bank.bank_id, exported_at=datetime.now(UTC).isoformat(),
+                               provider=provider, memory_count=total)
+
+        def counted() -> Iterator[MemoryRecord]:
+            for i, record in enumerate(_records(bank, include_embeddings=include_embeddings,
+                                                include_entities=include_entities,
+                                                include_observations=include_observations,
+                                                include_archived=include_archived), start=1):
+                if progress and i % CHUNK == 0:
+                    progress(i, total)
+                yield record
+
+        with atomic_write(dest) as fp:
+            written = write_ama(fp, header=header, records=counted(), include_embeddings=include_embeddings,
+                                include_entities=include_entities)
+    if progress:
+        progress(written, total)
+    audit_record(actor=actor, action="bank.export", bank=bank, details={
+        "path": str(dest), "exported_count": written, "include_embeddings": include_embeddings})
+    return ExportReport(bank_id=bank.bank_id, path=str(dest), exported_count=written, memories=memories,
+                        observations=observations)
+
+
+def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, include_entities: bool = True,
+                   include_observations: bool = True) -> Iterator[str]:
+    """The archive as lines of text, for a streamed download (one snapshot for the whole response)."""
+    with _snapshot():
+        memories, observations = _count(bank, include_observations, False)
+        head = {"_ama_version": 1, "bank_id": bank.bank_id, "exported_at": datetime.now(UTC).isoformat(),
+                "provider": "memoryhub", "memory_count": memories + observations}
+        yield json.dumps(head, ensure_ascii=False) + "\n"
+        for record in _records(bank, include_embeddings=include_embeddings, include_entities=include_entities,
+                               include_observations=include_observations, include_archived=False):
+            yield json.dumps(record_to_line(record, include_embeddings=include_embeddings,
+                                            include_entities=include_entities), ensure_ascii=False,
+                             default=str) + "\n"
+    audit_record(actor=actor, action="bank.download", bank=bank, details={"memory_count": memories + observations})
