@@ -62,6 +62,19 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("BankApi", "delete"): (None, live.BankDeleteQuery, "admin", "Delete a bank (confirm=<bank_id>)"),
 }
 
+
+
+def _portability_operations() -> None:
+    from portability.api import views as portability
+
+    OPERATIONS.update({
+        ("ExportApi", "post"): (portability.ExportRequest, None, "admin", "Export a bank to an archive file"),
+        ("ImportApi", "post"): (portability.ImportRequest, None, "admin", "Import an archive file into a bank"),
+        ("JobApi", "get"): (None, portability.JobQuery, "read", "A job's state, progress and counts"),
+        ("JobCancelApi", "post"): (portability.JobQuery, None, "admin", "Ask a running job to stop"),
+    })
+
+
 _MODELS: dict[str, type[BaseModel]] = {}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -86,6 +99,8 @@ class PydanticAutoSchema(AutoSchema):
         if operation is None:
             return None
         key = (type(self.view).__name__, method.lower())
+        if key not in OPERATIONS:
+            _portability_operations()
         if key not in OPERATIONS:
             return operation
         body, query, permission, summary = OPERATIONS[key]

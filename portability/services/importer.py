@@ -278,6 +278,8 @@ def archive_import(
         if progress:
             progress(report)
     importer.resolve_links()
+    # Bad lines are found while reading, duplicates while classifying: report them in file order.
+    report.errors.sort(key=lambda e: (0, e["line"], "") if isinstance(e["line"], int) else (1, 0, str(e["line"])))
     if not dry_run:
         audit_record(actor=actor, action="bank.import", bank=bank, details={"counts": report.counts(),
                                                                                "on_conflict": on_conflict,

@@ -1,0 +1,116 @@
+"""/v1/export and /v1/import (Astrocyte's bodies and answers, plus our options) and /v1/jobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from banks.api.base import BankApiView, ok
+from banks.api.wire import WireModel
+from banks.models import Job
+from banks.services.jobs import job_cancel_request
+from memoryhub.errors import NotFound, Unprocessable
+from portability.formats.ama import AmaCountMismatch, AmaHeaderError
+from portability.formats.registry import UnknownFormat, open_archive
+from portability.jobs import job_start_async
+from portability.roots import contained_path
+from portability.services import archive_export, archive_import
+
+
+class ExportRequest(WireModel):
+    bank_id: str
+    path: str
+    include_embeddings: bool = False
+    include_entities: bool = True
+    include_observations: bool = True
+    run_async: bool = Field(default=False, alias="async")
+
+
+class ImportRequest(WireModel):
+    bank_id: str
+    path: str
+    on_conflict: Literal["skip", "overwrite", "error"] = "skip"
+    format: str | None = None
+    dry_run: bool = False
+    strict: bool = False
+    run_async: bool = Field(default=False, alias="async")
+
+
+class JobQuery(WireModel):
+    bank_id: str
+
+
+def job_body(job: Job) -> dict:
+    return {"job_id": job.pk, "kind": job.kind, "state": job.state, "bank_id": job.bank.bank_id if job.bank else None,
+            "progress": {"done": job.progress_done, "total": job.progress_total, "percent": job.percent},
+            "counts": job.counts, "errors": job.errors[:100], "result": job.result, "message": job.message,
+            "created_at": job.created_at.isoformat(), "started_at": job.started_at.isoformat() if job.started_at
+            else None, "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "cancel_requested": job.cancel_requested}
+
+
+class ExportApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, ExportRequest)
+        bank = self.bank(request, body.bank_id, "admin")
+        dest = contained_path(body.path)
+        if dest.is_dir():
+            raise Unprocessable(f"{dest} is a directory; give a file name inside it")
+        if body.run_async:
+            job = job_start_async(kind="export", bank=bank, actor=self.actor(request), params={
+                "path": str(dest), "include_embeddings": body.include_embeddings,
+                "include_entities": body.include_entities, "include_observations": body.include_observations})
+            return ok(job_body(job), status=202)
+        try:
+            report = archive_export(bank=bank, dest=dest, actor=self.actor(request),
+                                    include_embeddings=body.include_embeddings,
+                                    include_entities=body.include_entities,
+                                    include_observations=body.include_observations)
+        except (OSError, AmaCountMismatch) as exc:
+            raise Unprocessable(f"export failed: {exc}") from None
+        return ok({"bank_id": report.bank_id, "path": report.path, "exported_count": report.exported_count,
+                   "memories": report.memories, "observations": report.observations})
+
+
+class ImportApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, ImportRequest)
+        bank = self.bank(request, body.bank_id, "admin")
+        source = contained_path(body.path)
+        if not source.exists():
+            raise Unprocessable(f"no archive at {source}")
+        try:
+            fmt, header, records = open_archive(source, body.format)
+        except (AmaHeaderError, UnknownFormat, UnicodeDecodeError, OSError) as exc:
+            raise Unprocessable(str(exc)) from None
+        if body.run_async:
+            job = job_start_async(kind="import", bank=bank, actor=self.actor(request), params={
+                "path": str(source), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
+                "strict": body.strict})
+            return ok(job_body(job), status=202)
+        report = archive_import(bank=bank, records=records, actor=self.actor(request), on_conflict=body.on_conflict,
+                                dry_run=body.dry_run, strict=body.strict,
+                                source_label=f"import:{fmt}:{header.provider or source.name}")
+        return ok({**report.astrocyte_result(), "format": fmt, "counts": report.counts(),
+                   "line_errors": report.errors[:100], "dry_run": report.dry_run, "aborted": report.aborted})
+
+
+class JobApi(BankApiView):
+    def get(self, request: Request, job_id: int) -> Response:
+        bank = self.bank(request, self.query(request, JobQuery).bank_id, "read")
+        job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return ok(job_body(job))
+
+
+class JobCancelApi(BankApiView):
+    def post(self, request: Request, job_id: int) -> Response:
+        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin")
+        job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return ok(job_body(job_cancel_request(job=job, actor=self.actor(request))))

@@ -1,0 +1,99 @@
+"""Running import, export and re-embed jobs: progress, cancellation, final counts on the Job row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from banks.models import Bank, Job, Memory
+from banks.services.jobs import JobCancelled, job_create, job_fail, job_finish, job_progress, job_start
+from banks.services.memories import bank_embedder
+from memoryhub.errors import MemoryHubError
+from portability.formats.registry import open_archive
+from portability.roots import contained_path
+from portability.services import archive_export, archive_import
+
+KINDS = ("import", "export", "reembed")
+
+
+def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]) -> Job:
+    """Create the job row and queue it once the row is committed."""
+    job = job_create(kind=kind, actor=actor, bank=bank, params=params)
+    from portability.tasks import run_job
+
+    transaction.on_commit(lambda: run_job.delay(job.pk))
+    return job
+
+
+def _import(job: Job) -> None:
+    params = job.params
+    path = contained_path(params["path"])
+    fmt, header, records = open_archive(path, params.get("format"))
+    total = header.memory_count if isinstance(header.memory_count, int) else None
+    report = archive_import(
+        bank=job.bank, records=records, actor=job.created_by, on_conflict=params.get("on_conflict", "skip"),
+        dry_run=params.get("dry_run", False), strict=params.get("strict", False),
+        source_label=f"import:{fmt}:{header.provider or path.name}",
+        progress=lambda r: job_progress(job=job, done=r.lines, total=max(total or 0, r.lines) or None,
+                                        counts=r.counts(), errors=r.errors),
+    )
+    job_finish(job=job, counts=report.counts(), errors=report.errors,
+               result={**report.astrocyte_result(), "format": fmt, "aborted": report.aborted},
+               message=report.aborted or "")
+
+
+def _export(job: Job) -> None:
+    params = job.params
+    dest = contained_path(params["path"])
+    report = archive_export(
+        bank=job.bank, dest=dest, actor=job.created_by, include_embeddings=params.get("include_embeddings", False),
+        include_entities=params.get("include_entities", True),
+        include_observations=params.get("include_observations", True),
+        progress=lambda done, total: job_progress(job=job, done=done, total=total),
+    )
+    job_finish(job=job, counts={"exported": report.exported_count}, result={
+        "path": report.path, "exported_count": report.exported_count})
+
+
+def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500) -> int:
+    """Re-embed every memory with the bank's current embedder (after a provider change)."""
+    embedder = bank_embedder(bank)
+    total = Memory.objects.filter(bank=bank).count()
+    done, last_pk = 0, 0
+    while True:
+        rows = list(Memory.objects.filter(bank=bank, pk__gt=last_pk).order_by("pk").only("pk", "text")[:batch])
+        if not rows:
+            break
+        vectors = embedder.embed([m.text for m in rows])
+        with transaction.atomic():
+            for memory, vector in zip(rows, vectors, strict=True):
+                Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=embedder.name,
+                                                           embedding_dims=embedder.dimensions)
+        done += len(rows)
+        last_pk = rows[-1].pk
+        if job is not None:
+            job_progress(job=job, done=done, total=total)
+    return done
+
+
+def _reembed(job: Job) -> None:
+    done = reembed_bank(bank=job.bank, job=job)
+    job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
+
+
+def job_run(job: Job) -> None:
+    runners = {"import": _import, "export": _export, "reembed": _reembed}
+    try:
+        job = job_start(job=job)
+        runners[job.kind](job)
+    except JobCancelled:
+        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+    except Exception as exc:  # the job row must say what went wrong, whatever it was
+        message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {message}")
+        if not isinstance(exc, ValueError | OSError | MemoryHubError):
+            raise
+
+
+__all__ = ["KINDS", "job_run", "job_start_async", "reembed_bank"]

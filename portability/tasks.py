@@ -1,0 +1,24 @@
+"""Import, export and re-embedding on the worker. Each task takes a job id, reloads the job,
+and calls the same services as the API and the commands."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from banks.models import Job
+
+
+def _job(job_id: int) -> Job | None:
+    job = Job.objects.select_related("bank").filter(pk=job_id).first()
+    if job is None or job.bank is None or job.is_finished:
+        return None
+    return job
+
+
+@shared_task(name="portability.run_job")
+def run_job(job_id: int) -> None:
+    from portability.jobs import job_run
+
+    job = _job(job_id)
+    if job is not None:
+        job_run(job)

@@ -1,0 +1,178 @@
+"""/v1/export and /v1/import: containment over HTTP, round trips, jobs on a real worker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from banks.models import Job, Memory
+from banks.services.memories import memory_retain
+from tests.portability.fixtures import FIXTURES
+from tests.worker import start_worker, wait_for
+
+B = {"bank_id": "user-alice"}
+
+
+@pytest.fixture
+def roots(settings, tmp_path):
+    root = tmp_path / "exports"
+    root.mkdir()
+    (tmp_path / "exports-evil").mkdir()
+    (tmp_path / "secret.txt").write_text("do not touch")
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(root)
+    return root
+
+
+def snapshot(tmp_path: Path) -> set[str]:
+    return {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")}
+
+
+@pytest.mark.django_db
+def test_no_roots_is_a_422_listing_the_three_ways(api, settings, tmp_path):
+    settings.MEMORYHUB_PORTABILITY_ROOTS = ""
+    for path in ("/v1/export", "/v1/import"):
+        response = api.post(path, {**B, "path": str(tmp_path / "x.ama.jsonl")})
+        assert response.status_code == 422
+        detail = response.json()["detail"]
+        assert "allowed_roots" in detail and "MEMORYHUB_PORTABILITY_ROOTS" in detail
+        assert "allow_uncontained" in detail
+    assert list(tmp_path.iterdir()) == []
+
+
+ATTACKS = [
+    "{root}/../secret.txt",
+    "{root}/../../../../../etc/passwd",
+    "/etc/passwd",
+    "{root}-evil/x.jsonl",
+    "{root}/../exports-evil/x.jsonl",
+    "{root}/link/secret.txt",
+    "{root}/a\x00b.jsonl",
+    "{root}/a\nb.jsonl",
+    "{root}/" + "n" * 400,
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_every_path_attack_fails_closed_and_touches_nothing(api, roots, tmp_path, attack):
+    (roots / "link").symlink_to(tmp_path)
+    memory_retain(bank=api_bank(), text="Alice likes jazz.", actor="test")
+    before = snapshot(tmp_path)
+    path = attack.format(root=roots)
+    exported = api.post("/v1/export", {**B, "path": path})
+    imported = api.post("/v1/import", {**B, "path": path})
+    assert exported.status_code == 422 and imported.status_code == 422
+    assert exported.json()["error"]["code"] == "unprocessable"
+    assert snapshot(tmp_path) == before
+    assert (tmp_path / "secret.txt").read_text() == "do not touch"
+
+
+def app_broker() -> str:
+    from memoryhub.celery import app
+
+    return app.conf.broker_url
+
+
+def api_bank():
+    from banks.models import Bank
+
+    return Bank.objects.get(bank_id="user-alice")
+
+
+@pytest.mark.django_db
+def test_export_then_import_over_http(api, roots, make_bank, api_for):
+    memory_retain(bank=api_bank(), text="Alice likes jazz.", actor="test", tags=["music"])
+    exported = api.post("/v1/export", {**B, "path": str(roots / "alice.ama.jsonl")})
+    assert exported.status_code == 200
+    assert exported.json()["exported_count"] == 1 and exported.json()["bank_id"] == "user-alice"
+    make_bank("copy")
+    admin = api_for({"copy": ["admin"]})
+    imported = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl")})
+    assert imported.status_code == 200
+    assert {k: imported.json()[k] for k in ("imported", "skipped", "errors")} == {"imported": 1, "skipped": 0,
+                                                                                  "errors": 0}
+    again = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl")}).json()
+    assert (again["imported"], again["skipped"]) == (0, 1)
+    bad = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl"),
+                                    "on_conflict": "replace"})
+    assert bad.status_code == 400 and "on_conflict" in bad.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_import_errors_are_422_not_500(api, roots):
+    assert api.post("/v1/import", {**B, "path": str(roots / "missing.jsonl")}).status_code == 422
+    (roots / "v2.ama.jsonl").write_text('{"_ama_version": 2}\n')
+    response = api.post("/v1/import", {**B, "path": str(roots / "v2.ama.jsonl")})
+    assert response.status_code == 422 and "Unsupported AMA version 2" in response.json()["detail"]
+    assert api.post("/v1/export", {**B, "path": str(roots)}).status_code == 422
+
+
+@pytest.mark.django_db
+def test_dry_run_over_http_reports_line_errors(api, roots):
+    (roots / "s.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes() + b"{broken\n")
+    body = api.post("/v1/import", {**B, "path": str(roots / "s.ama.jsonl"), "dry_run": True}).json()
+    assert body["counts"]["imported"] == 11 and body["counts"]["duplicates"] == 1 and body["counts"]["invalid"] == 1
+    assert body["line_errors"][-1]["line"] == 14
+    assert Memory.objects.count() == 0
+
+
+@pytest.fixture
+def worker_roots(settings, tmp_path):
+    """Roots set before the worker starts, so the worker process has them too."""
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.worker
+def test_async_import_runs_on_the_worker_with_progress(worker_roots, celery_worker, make_bank, make_token,
+                                                        tmp_path):
+    from tests.conftest import ApiClient
+
+    make_bank("user-alice")
+    client = ApiClient(make_token())
+    (tmp_path / "s.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
+    started = client.post("/v1/import", {**B, "path": str(tmp_path / "s.ama.jsonl"), "async": True})
+    assert started.status_code == 202
+    job_id = started.json()["job_id"]
+    done = wait_for(lambda: Job.objects.filter(pk=job_id, state__in=Job.FINISHED).first())
+    assert done.state == "succeeded", done.message
+    assert done.counts["imported"] == 11 and done.progress_done == 12
+    status = client.get(f"/v1/jobs/{job_id}", B).json()
+    assert status["state"] == "succeeded" and status["result"]["imported"] == 11
+
+
+@pytest.mark.worker
+def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_worker, make_bank, make_token,
+                                                          tmp_path):
+    from tests.conftest import ApiClient
+
+    make_bank("user-alice")
+    client = ApiClient(make_token())
+    total = 6000
+    with (tmp_path / "big.ama.jsonl").open("w") as fp:
+        fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "exported_at": "", "provider": "p",
+                             "memory_count": total}) + "\n")
+        for i in range(total):
+            fp.write(json.dumps({"id": f"m{i}", "text": f"memory number {i} of the big archive"}) + "\n")
+    job_id = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"), "async": True}).json()["job_id"]
+    wait_for(lambda: Job.objects.filter(pk=job_id, progress_done__gte=1000).exists(), timeout=120, interval=0.05)
+    celery_worker.kill()
+    partial = Memory.objects.count()
+    assert 0 < partial < total
+    assert partial % 500 == 0  # only whole batches landed
+    second = start_worker(tmp_path, app_broker())
+    from memoryhub.celery import app
+
+    app.conf.task_default_queue = second.queue
+    try:
+        rerun = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"), "async": True}).json()
+        done = wait_for(lambda: Job.objects.filter(pk=rerun["job_id"], state__in=Job.FINISHED).first(), timeout=300)
+        assert done.state == "succeeded", done.message
+        assert done.counts["imported"] == total - partial and done.counts["skipped"] == partial
+        assert Memory.objects.count() == total
+        assert Memory.objects.values("memory_id").distinct().count() == total
+    finally:
+        second.process.terminate()
+        second.process.wait(timeout=30)
