@@ -1,0 +1,55 @@
+"""What the portability commands share: bank lookup, path containment for a trusted operator, progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from banks.models import Bank
+from portability.paths import PathNotAllowed, resolve_contained
+from portability.roots import portability_roots
+
+
+def cli_bank(bank_id: str, *, create: bool = False) -> Bank:
+    bank = Bank.objects.active().filter(bank_id=bank_id).first()
+    if bank is None and create:
+        from banks.services.banks import bank_create
+
+        return bank_create(bank_id=bank_id, actor="cli", get_existing=True)
+    if bank is None:
+        raise CommandError(f"Bank {bank_id!r} does not exist.")
+    return bank
+
+
+def cli_path(path: str, roots: list[str] | None) -> Path:
+    """Roots given with --root win; then the configured roots; with neither, the operator at the
+    shell is the trusted caller that may go uncontained (the API and the UI never may)."""
+    try:
+        configured = [str(r) for r in portability_roots()]
+        return resolve_contained(path, allowed_roots=roots or configured or None, allow_uncontained=True, env={})
+    except PathNotAllowed as exc:
+        raise CommandError(str(exc)) from None
+
+
+class ProgressBar:
+    def __init__(self, stream, label: str, enabled: bool = True) -> None:  # noqa: ANN001
+        self.stream, self.label, self.enabled = stream, label, enabled and stream.isatty() if hasattr(
+            stream, "isatty") else False
+
+    def update(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        if total:
+            filled = int(30 * min(done, total) / total)
+            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+        else:
+            self.stream.write(f"\r{self.label} {done}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+
+
+__all__ = ["ProgressBar", "cli_bank", "cli_path"]

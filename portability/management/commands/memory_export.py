@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
+from portability.services import archive_export
+
+
+class Command(BaseCommand):
+    help = "Export a bank to an AMA archive (atomically: the file appears only when complete)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--bank", required=True)
+        parser.add_argument("--output", required=True, help="archive path (.ama.jsonl)")
+        parser.add_argument("--include-embeddings", action="store_true")
+        parser.add_argument("--no-entities", action="store_true", help="leave entities and links out")
+        parser.add_argument("--no-observations", action="store_true")
+        parser.add_argument("--root", action="append", help="allowed root for this call (repeatable)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        bank = cli_bank(options["bank"])
+        dest = cli_path(options["output"], options["root"])
+        bar = ProgressBar(self.stderr._out, "exporting")
+        report = archive_export(bank=bank, dest=dest, actor="cli", include_embeddings=options["include_embeddings"],
+                                include_entities=not options["no_entities"],
+                                include_observations=not options["no_observations"], progress=bar.update)
+        bar.close()
+        self.stdout.write(f"exported {report.exported_count} ({report.memories} memories, "
+                          f"{report.observations} observations) to {report.path}")

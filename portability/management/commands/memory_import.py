@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from portability.formats.ama import AmaHeaderError
+from portability.formats.registry import READERS, UnknownFormat, open_archive
+from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
+from portability.services import archive_import
+
+
+class Command(BaseCommand):
+    help = "Import an archive into a bank (AMA by default; the format is detected unless given)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--bank", required=True)
+        parser.add_argument("--input", required=True)
+        parser.add_argument("--on-conflict", choices=["skip", "overwrite", "error"], default="skip")
+        parser.add_argument("--format", choices=sorted(READERS), default=None)
+        parser.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+        parser.add_argument("--strict", action="store_true", help="write nothing if any line is bad")
+        parser.add_argument("--create-bank", action="store_true")
+        parser.add_argument("--root", action="append", help="allowed root for this call (repeatable)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        bank = cli_bank(options["bank"], create=options["create_bank"])
+        source = cli_path(options["input"], options["root"])
+        if not source.exists():
+            raise CommandError(f"No archive at {source}.")
+        try:
+            fmt, header, records = open_archive(source, options["format"])
+        except (AmaHeaderError, UnknownFormat, OSError) as exc:
+            raise CommandError(str(exc)) from None
+        bar = ProgressBar(self.stderr._out, "importing")
+        total = header.memory_count if isinstance(header.memory_count, int) else None
+        report = archive_import(bank=bank, records=records, actor="cli", on_conflict=options["on_conflict"],
+                                dry_run=options["dry_run"], strict=options["strict"],
+                                source_label=f"import:{fmt}:{header.provider or source.name}",
+                                progress=lambda r: bar.update(r.lines, total))
+        bar.close()
+        counts = report.counts()
+        prefix = "would import" if report.dry_run else "imported"
+        self.stdout.write(f"{prefix} {counts['imported']} new, {counts['overwritten']} overwritten; "
+                          f"skipped {counts['skipped']}, duplicates {counts['duplicates']}, "
+                          f"invalid {counts['invalid']} ({fmt})")
+        for error in report.errors[:50]:
+            self.stdout.write(f"  line {error['line']}: {error['reason']}")
+        if report.aborted:
+            raise CommandError(report.aborted)

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from portability.formats.registry import open_archive
+from portability.management.commands._cli import cli_bank, cli_path
+from portability.services import archive_export, archive_import
+
+
+class Command(BaseCommand):
+    help = ("Move memories in one step: from a bank (or an archive file) into another bank, "
+            "through an AMA archive that keeps ids, types, entities and (optionally) embeddings.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--from-bank")
+        source.add_argument("--from-archive")
+        parser.add_argument("--to-bank", required=True)
+        parser.add_argument("--on-conflict", choices=["skip", "overwrite", "error"], default="skip")
+        parser.add_argument("--include-embeddings", action="store_true",
+                            help="carry embeddings (reused only if the target bank embeds with the same model)")
+        parser.add_argument("--root", action="append")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        target = cli_bank(options["to_bank"], create=True)
+        with tempfile.TemporaryDirectory(prefix="memoryhub-migrate-") as scratch:
+            if options["from_bank"]:
+                source_bank = cli_bank(options["from_bank"])
+                if source_bank.pk == target.pk:
+                    raise CommandError("The source and target bank are the same.")
+                archive = Path(scratch) / "migrate.ama.jsonl"
+                exported = archive_export(bank=source_bank, dest=archive, actor="cli",
+                                          include_embeddings=options["include_embeddings"])
+                self.stdout.write(f"exported {exported.exported_count} from {source_bank.bank_id}")
+            else:
+                archive = cli_path(options["from_archive"], options["root"])
+            fmt, header, records = open_archive(archive)
+            report = archive_import(bank=target, records=records, actor="cli", on_conflict=options["on_conflict"],
+                                    source_label=f"migrate:{header.bank_id or archive.name}")
+        counts = report.counts()
+        self.stdout.write(f"imported {counts['imported']} into {target.bank_id} (skipped {counts['skipped']}, "
+                          f"duplicates {counts['duplicates']}, invalid {counts['invalid']})")
