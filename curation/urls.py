@@ -1,12 +1,38 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from curation import views
+from curation.views import banks, live, memories, records
 
 app_name = "curation"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", banks.home, name="home"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("banks/new", banks.bank_new, name="bank-new"),
+    path("banks/<str:bank_id>/", banks.bank_detail, name="bank"),
+    path("banks/<str:bank_id>/settings", banks.bank_settings, name="bank-settings"),
+    path("banks/<str:bank_id>/memories/", memories.memory_list, name="memories"),
+    path("banks/<str:bank_id>/memories/new", memories.memory_new, name="memory-new"),
+    path("banks/<str:bank_id>/memories/bulk", memories.memory_bulk, name="memory-bulk"),
+    path("banks/<str:bank_id>/memories/<str:memory_id>/", memories.memory_detail, name="memory"),
+    path("banks/<str:bank_id>/memories/<str:memory_id>/edit", memories.memory_edit, name="memory-edit"),
+    path("banks/<str:bank_id>/memories/<str:memory_id>/state", memories.memory_state, name="memory-state"),
+    path("banks/<str:bank_id>/memories/<str:memory_id>/merge", memories.memory_merge_view, name="memory-merge"),
+    path("banks/<str:bank_id>/models/", live.models, name="models"),
+    path("banks/<str:bank_id>/models/new", live.model_new, name="model-new"),
+    path("banks/<str:bank_id>/models/<str:model_id>/", live.model_detail, name="model"),
+    path("banks/<str:bank_id>/models/<str:model_id>/edit", live.model_edit, name="model-edit"),
+    path("banks/<str:bank_id>/models/<str:model_id>/action", live.model_action, name="model-action"),
+    path("banks/<str:bank_id>/directives/", live.directives, name="directives"),
+    path("banks/<str:bank_id>/directives/save", live.directive_save, name="directive-save"),
+    path("banks/<str:bank_id>/observations/", live.observations, name="observations"),
+    path("banks/<str:bank_id>/observations/save", live.observation_save, name="observation-save"),
+    path("banks/<str:bank_id>/graph/", records.graph, name="graph"),
+    path("banks/<str:bank_id>/time/", records.time_travel, name="time"),
+    path("audit/", records.audit_log, name="audit"),
+    path("audit.csv", records.audit_csv, name="audit-csv"),
+    path("tokens/", records.tokens, name="tokens"),
+    path("tokens/new", records.token_new, name="token-new"),
+    path("tokens/<str:prefix>/revoke", records.token_revoke_view, name="token-revoke"),
 ]

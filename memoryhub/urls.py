@@ -12,6 +12,7 @@ urlpatterns = [
     path("health", views_core.HealthApi.as_view(), name="health"),
     path("health/live", views_core.LiveApi.as_view(), name="health-live"),
     path("admin/", admin.site.urls),
+    path("", include("portability.urls")),
     path("", include("curation.urls")),
 ]
 

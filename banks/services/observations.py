@@ -165,3 +165,14 @@ def observations_invalidate_for_memories(
     audit_record(actor=actor, action="observation.invalidate", bank=bank, target_ids=affected, reason=reason,
                  details={"source_ids": ids[:100]})
     return len(affected)
+
+
+def observation_invalidate(*, observation: Observation, actor: str, reason: str = "invalidated by an operator"
+                           ) -> bool:
+    with transaction.atomic():
+        moved = Observation.objects.filter(pk=observation.pk, invalidated_at__isnull=True).update(
+            invalidated_at=timezone.now(), invalidated_reason=reason[:500])
+        if moved:
+            audit_record(actor=actor, action="observation.invalidate", bank=observation.bank,
+                         target_ids=[observation.observation_id], reason=reason)
+    return bool(moved)

@@ -1,0 +1,113 @@
+"""Memory lists for people: filters from the query string, keyset pagination, no unbounded counts."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from banks.models import Bank, Memory
+
+# Counting stops here: "10000+" is all a person needs to know on a huge bank.
+COUNT_CAP = 10_000
+
+
+@dataclass
+class MemoryFilters:
+    tags: list[str] = field(default_factory=list)
+    fact_type: str = ""
+    source: str = ""
+    layer: str = ""
+    state: str = "live"  # live | archived | all
+    since: datetime | None = None
+    until: datetime | None = None
+    entity: str = ""
+    text: str = ""
+
+    @classmethod
+    def from_query(cls, params: Any) -> MemoryFilters:
+        from portability.formats.common import parse_time
+
+        tags = [t.strip() for value in params.getlist("tags") for t in value.split(",") if t.strip()]
+        state = params.get("state", "live")
+        return cls(tags=tags, fact_type=params.get("fact_type", "").strip(), source=params.get("source", "").strip(),
+                   layer=params.get("layer", "").strip(), state=state if state in {"live", "archived", "all"}
+                   else "live", since=parse_time(params.get("since") or None),
+                   until=parse_time(params.get("until") or None), entity=params.get("entity", "").strip(),
+                   text=params.get("contains", "").strip())
+
+    def as_query(self) -> dict[str, str]:
+        query = {"tags": ",".join(self.tags), "fact_type": self.fact_type, "source": self.source,
+                 "layer": self.layer, "state": "" if self.state == "live" else self.state,
+                 "since": self.since.date().isoformat() if self.since else "",
+                 "until": self.until.date().isoformat() if self.until else "", "entity": self.entity,
+                 "contains": self.text}
+        return {k: v for k, v in query.items() if v}
+
+
+def memory_queryset(bank: Bank, filters: MemoryFilters) -> QuerySet[Memory]:
+    rows = Memory.objects.filter(bank=bank, forgotten_at__isnull=True)
+    if filters.state == "live":
+        rows = rows.filter(archived_at__isnull=True)
+    elif filters.state == "archived":
+        rows = rows.filter(archived_at__isnull=False)
+    if filters.tags:
+        rows = rows.filter(tags__overlap=filters.tags)
+    if filters.fact_type:
+        rows = rows.filter(fact_type=filters.fact_type)
+    if filters.source:
+        rows = rows.filter(source=filters.source)
+    if filters.layer:
+        rows = rows.filter(memory_layer=filters.layer)
+    if filters.since:
+        rows = rows.filter(retained_at__gte=filters.since)
+    if filters.until:
+        rows = rows.filter(retained_at__lte=filters.until)
+    if filters.entity:
+        rows = rows.filter(Q(entities__name__iexact=filters.entity) | Q(entities__entity_id=filters.entity))
+    if filters.text:
+        rows = rows.filter(text__icontains=filters.text)
+    return rows
+
+
+def encode_cursor(memory: Memory) -> str:
+    raw = json.dumps([memory.retained_at.isoformat(), memory.pk]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int] | None:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        when, pk = json.loads(raw)
+        return datetime.fromisoformat(when), int(pk)
+    except (ValueError, TypeError):
+        return None
+
+
+@dataclass
+class MemoryPage:
+    rows: list[Memory]
+    next_cursor: str | None
+
+
+def memory_page(bank: Bank, filters: MemoryFilters, *, after: str | None = None, limit: int = 50) -> MemoryPage:
+    """Newest first, ``limit`` rows after the cursor, using the (bank, retained_at, id) index."""
+    rows = memory_queryset(bank, filters)
+    position = decode_cursor(after) if after else None
+    if position:
+        when, pk = position
+        rows = rows.filter(Q(retained_at__lt=when) | Q(retained_at=when, pk__lt=pk))
+    page = list(rows.order_by("-retained_at", "-pk")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return MemoryPage(rows=page, next_cursor=encode_cursor(page[-1]) if more and page else None)
+
+
+def bounded_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """How many rows, up to ``cap``; the flag says the real number is larger."""
+    n = rows.values("pk")[: cap + 1].count()
+    return min(n, cap), n > cap

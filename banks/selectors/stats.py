@@ -1,0 +1,79 @@
+"""Numbers for the operator screens, each bounded so a million-memory bank stays fast."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Count
+from django.utils import timezone
+
+from banks.live.trends import compute_trend
+from banks.models import AuditEvent, Bank, Job, Memory, MentalModel, Observation
+from banks.selectors.memories import bounded_count
+
+
+def retained_per_day(bank_ids: list[int], days: int = 14) -> dict[int, list[int]]:
+    since = (timezone.now() - timedelta(days=days - 1)).date()
+    series = {pk: [0] * days for pk in bank_ids}
+    if not bank_ids:
+        return series
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT bank_id, (retained_at AT TIME ZONE 'UTC')::date AS day, count(*) FROM banks_memory "
+            "WHERE bank_id = ANY(%s) AND retained_at >= %s GROUP BY 1, 2", [bank_ids, since])
+        for bank_id, day, n in cursor.fetchall():
+            index = (day - since).days
+            if 0 <= index < days:
+                series[bank_id][index] = n
+    return series
+
+
+def bank_cards(banks: list[Bank]) -> list[dict]:
+    ids = [b.pk for b in banks]
+    spark = retained_per_day(ids)
+    observations = dict(Observation.objects.live().filter(bank_id__in=ids).values("bank_id")
+                        .annotate(n=Count("pk")).values_list("bank_id", "n"))
+    models = dict(MentalModel.objects.live().models_only().filter(bank_id__in=ids).values("bank_id")
+                  .annotate(n=Count("pk")).values_list("bank_id", "n"))
+    directives = dict(MentalModel.objects.live().directives().filter(bank_id__in=ids).values("bank_id")
+                      .annotate(n=Count("pk")).values_list("bank_id", "n"))
+    cards = []
+    for bank in banks:
+        count, more = bounded_count(Memory.objects.live().filter(bank=bank))
+        cards.append({"bank": bank, "memories": count, "more": more, "observations": observations.get(bank.pk, 0),
+                      "models": models.get(bank.pk, 0), "directives": directives.get(bank.pk, 0),
+                      "spark": spark[bank.pk]})
+    return cards
+
+
+def bank_overview(bank: Bank) -> dict:
+    live = Memory.objects.live().filter(bank=bank)
+    total, more = bounded_count(live, cap=1_000_000)
+    by_type = list(live.values("fact_type").annotate(n=Count("pk")).order_by("-n")[:20]) if not more else []
+    by_layer = list(live.values("memory_layer").annotate(n=Count("pk")).order_by("-n")[:20]) if not more else []
+    with connection.cursor() as cursor:
+        # The most recent 5000 memories are a fair sample for "top tags" on any bank size.
+        cursor.execute(
+            "SELECT tag, count(*) FROM (SELECT tags FROM banks_memory WHERE bank_id = %s AND archived_at IS NULL "
+            "AND forgotten_at IS NULL ORDER BY retained_at DESC LIMIT 5000) recent, unnest(recent.tags) AS tag "
+            "GROUP BY tag ORDER BY count(*) DESC, tag LIMIT 15", [bank.pk])
+        top_tags = cursor.fetchall()
+        cursor.execute(
+            "SELECT e.name, e.entity_type, e.mention_count FROM banks_entity e WHERE e.bank_id = %s "
+            "ORDER BY e.mention_count DESC, e.name LIMIT 10", [bank.pk])
+        top_entities = cursor.fetchall()
+    trends: dict[str, int] = {}
+    for observation in Observation.objects.live().filter(bank=bank).prefetch_related("evidence")[:2000]:
+        trend = compute_trend([e.evidence_at for e in observation.evidence.all()] or [observation.updated_at])
+        trends[trend] = trends.get(trend, 0) + 1
+    per_day = retained_per_day([bank.pk], days=30)[bank.pk]
+    return {
+        "total": total, "total_more": more, "by_type": by_type, "by_layer": by_layer, "top_tags": top_tags,
+        "top_entities": top_entities, "trends": trends, "per_day": per_day,
+        "recent_events": AuditEvent.objects.filter(bank=bank).order_by("-created_at")[:10],
+        "jobs": Job.objects.filter(bank=bank).exclude(state__in=Job.FINISHED).order_by("-created_at")[:5],
+        "observations": Observation.objects.live().filter(bank=bank).count(),
+        "models": MentalModel.objects.live().models_only().filter(bank=bank).count(),
+        "directives": MentalModel.objects.live().directives().filter(bank=bank).count(),
+    }

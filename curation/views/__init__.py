@@ -1,0 +1,1 @@
+"""Operator screens, one module per area. Every view renders the full page, or its partial for HTMX."""

@@ -1,0 +1,81 @@
+"""Banks: the list with activity, creating a bank, a bank's overview and settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from banks.selectors.stats import bank_cards, bank_overview
+from banks.services.banks import bank_create, bank_update
+from curation.access import actor, operator, operator_bank
+from curation.charts import bar_chart, sparkline
+from curation.htmx import htmx_template
+from memoryhub.errors import MemoryHubError
+
+PAGE = 50
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    principal = operator(request)
+    q = request.GET.get("q", "").strip()
+    banks = principal.visible_banks()
+    if q:
+        banks = banks.filter(Q(bank_id__icontains=q) | Q(name__icontains=q) | Q(description__icontains=q))
+    page = list(banks.order_by("bank_id")[:PAGE + 1])
+    cards = bank_cards(page[:PAGE])
+    for card in cards:
+        card["sparkline"] = sparkline(card["spark"])
+    context = {"cards": cards, "banks": page[:PAGE], "more": len(page) > PAGE, "q": q,
+               "can_create": request.user.is_superuser}
+    return render(request, htmx_template(request, "curation/home.html", "bank-table"), context)
+
+
+@login_required
+@require_POST
+def bank_new(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_superuser:
+        messages.error(request, "Only administrators create banks.")
+        return redirect("curation:home")
+    try:
+        bank = bank_create(bank_id=request.POST.get("bank_id", "").strip(), actor=actor(request),
+                           name=request.POST.get("name", "").strip(),
+                           description=request.POST.get("description", "").strip(), owner=request.user)
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("curation:home")
+    messages.success(request, f"Bank {bank.bank_id} created.")
+    return redirect("curation:bank", bank_id=bank.bank_id)
+
+
+@login_required
+def bank_detail(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    stats = bank_overview(bank)
+    days = [(timezone.now() - timedelta(days=29 - i)).date().isoformat() for i in range(30)]
+    context = {"bank": bank, "stats": stats, "tab": "overview",
+               "per_day_chart": bar_chart(stats["per_day"], days, title="Memories retained per day"),
+               "can_admin": operator(request).can(bank_id, "admin")}
+    return render(request, "curation/bank_detail.html", context)
+
+
+@login_required
+@require_POST
+def bank_settings(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    try:
+        threshold = request.POST.get("dedup_threshold", "").strip()
+        bank_update(bank=bank, actor=actor(request), name=request.POST.get("name", bank.name).strip(),
+                    description=request.POST.get("description", bank.description).strip(),
+                    dedup_threshold=float(threshold) if threshold else None)
+        messages.success(request, "Settings saved.")
+    except (MemoryHubError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", None) or "The dedup threshold must be a number.")
+    return redirect("curation:bank", bank_id=bank.bank_id)

@@ -1,0 +1,240 @@
+"""Mental models (block editor sending delta operations, revisions, diff, revert), directives, observations."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from banks.live.structured_doc import load_document, parse_markdown
+from banks.live.trends import trend_timeline
+from banks.models import MentalModel
+from banks.selectors.live_layers import _rule_text
+from banks.selectors.mental_models import mental_model_list, revision_diff, revision_list
+from banks.selectors.observations import observation_list
+from banks.services.directives import directive_create, directive_update
+from banks.services.mental_models import (
+    mental_model_apply_delta,
+    mental_model_create,
+    mental_model_delete,
+    mental_model_get,
+    mental_model_refresh,
+    mental_model_revert,
+)
+from banks.services.observations import (
+    observation_create,
+    observation_delete,
+    observation_get,
+    observation_invalidate,
+    observation_update,
+)
+from curation.access import actor, operator, operator_bank
+from curation.charts import bar_chart
+from curation.htmx import htmx_template
+from memoryhub.errors import MemoryHubError
+
+DIRECTIVE = MentalModel.Kind.DIRECTIVE
+
+
+def _ids(raw: str) -> list[str]:
+    return [i.strip() for i in raw.replace("\n", ",").split(",") if i.strip()]
+
+
+@login_required
+def models(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    rows = mental_model_list(bank=bank, kind="general")
+    return render(request, "curation/models.html", {"bank": bank, "models": rows[:500], "tab": "models",
+                                                    "can_write": operator(request).can(bank_id, "write")})
+
+
+@login_required
+@require_POST
+def model_new(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "write")
+    try:
+        model = mental_model_create(bank=bank, model_id=request.POST.get("model_id", "").strip(),
+                                    title=request.POST.get("title", ""), content=request.POST.get("content", ""),
+                                    scope=request.POST.get("scope", "").strip() or "bank", actor=actor(request),
+                                    source_ids=_ids(request.POST.get("source_ids", "")))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("curation:models", bank_id=bank.bank_id)
+    return redirect("curation:model", bank_id=bank.bank_id, model_id=model.model_id)
+
+
+@login_required
+def model_detail(request: HttpRequest, bank_id: str, model_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    model = mental_model_get(bank=bank, model_id=model_id)
+    doc = load_document(model.structured_doc) if model.structured_doc else parse_markdown(model.content)
+    revisions = list(revision_list(model=model)[:200])
+    diff = None
+    a, b = request.GET.get("from"), request.GET.get("to")
+    if a and b and a.isdigit() and b.isdigit():
+        try:
+            diff = revision_diff(model=model, from_revision=int(a), to_revision=int(b))
+        except MemoryHubError as exc:
+            messages.error(request, exc.message)
+    context = {"bank": bank, "model": model, "doc": doc, "revisions": revisions, "diff": diff, "tab": "models",
+               "can_write": operator(request).can(bank_id, "write"),
+               "can_forget": operator(request).can(bank_id, "forget")}
+    return render(request, htmx_template(request, "curation/model_detail.html", "model-body"), context)
+
+
+def _block(kind: str, text: str, language: str = "") -> dict:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if kind in {"bullet_list", "ordered_list"}:
+        return {"type": kind, "items": [line.lstrip("-*+0123456789.) ").strip() for line in lines]}
+    if kind == "code":
+        return {"type": "code", "language": language, "text": text}
+    return {"type": "paragraph", "text": " ".join(lines)}
+
+
+@login_required
+@require_POST
+def model_edit(request: HttpRequest, bank_id: str, model_id: str) -> HttpResponse:
+    """Every edit is sent as delta operations, so only the touched block changes."""
+    bank = operator_bank(request, bank_id, "write")
+    model = mental_model_get(bank=bank, model_id=model_id)
+    op = request.POST.get("op", "")
+    section = request.POST.get("section_id", "")
+    kind = request.POST.get("block_type", "paragraph")
+    text = request.POST.get("text", "")
+    index = request.POST.get("index", "")
+    operation: dict
+    if op == "replace_block":
+        operation = {"op": op, "section_id": section, "index": int(index or 0), "block": _block(kind, text)}
+    elif op == "append_block":
+        operation = {"op": op, "section_id": section, "block": _block(kind, text)}
+    elif op == "remove_block":
+        operation = {"op": op, "section_id": section, "index": int(index or 0)}
+    elif op == "add_section":
+        operation = {"op": op, "heading": request.POST.get("heading", "").strip()}
+        if section:
+            operation["after_section_id"] = section
+    elif op == "rename_section":
+        operation = {"op": op, "section_id": section, "new_heading": request.POST.get("heading", "").strip()}
+    elif op == "remove_section":
+        operation = {"op": op, "section_id": section}
+    else:
+        messages.error(request, "Unknown edit.")
+        return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
+    expected = request.POST.get("revision", "")
+    try:
+        model, result = mental_model_apply_delta(model=model, operations=[operation], actor=actor(request),
+                                                 expected_revision=int(expected) if expected.isdigit() else None)
+        if result.changed:
+            messages.success(request, f"Saved as revision {model.revision}.")
+        else:
+            messages.error(request, f"Nothing changed: {result.skipped[0]['reason']}.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
+
+
+@login_required
+@require_POST
+def model_action(request: HttpRequest, bank_id: str, model_id: str) -> HttpResponse:
+    action = request.POST.get("action", "")
+    bank = operator_bank(request, bank_id, "forget" if action == "delete" else "write")
+    model = mental_model_get(bank=bank, model_id=model_id)
+    try:
+        if action == "revert":
+            model = mental_model_revert(model=model, to_revision=int(request.POST.get("to", "0") or 0),
+                                        actor=actor(request))
+            messages.success(request, f"Reverted; now at revision {model.revision}.")
+        elif action == "refresh":
+            mental_model_refresh(model=model, actor=actor(request), content=request.POST.get("content"),
+                                 add_source_ids=_ids(request.POST.get("source_ids", "")))
+            messages.success(request, "Refreshed.")
+        elif action == "delete":
+            mental_model_delete(model=model, actor=actor(request), reason=request.POST.get("reason", ""))
+            messages.success(request, f"Deleted {model.model_id}.")
+            return redirect("curation:models", bank_id=bank.bank_id)
+    except (MemoryHubError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+    return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
+
+
+@login_required
+def directives(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    rows = [{"model": d, "rule": _rule_text(d)}
+            for d in MentalModel.objects.filter(bank=bank, kind=DIRECTIVE, deleted_at__isnull=True)
+            .order_by("-is_active", "-priority", "created_at")[:500]]
+    return render(request, "curation/directives.html", {"bank": bank, "rows": rows, "tab": "directives",
+                                                        "can_write": operator(request).can(bank_id, "write")})
+
+
+@login_required
+@require_POST
+def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "write")
+    directive_id = request.POST.get("directive_id", "").strip()
+    try:
+        priority = int(request.POST.get("priority") or 0)
+        if directive_id and request.POST.get("action") in {"activate", "deactivate", "update"}:
+            directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
+            action = request.POST["action"]
+            directive_update(directive=directive, actor=actor(request),
+                             rule_text=request.POST.get("rule_text") if action == "update" else None,
+                             scope=request.POST.get("scope") if action == "update" else None,
+                             is_active={"activate": True, "deactivate": False}.get(action),
+                             priority=priority if action == "update" else None)
+        elif directive_id and request.POST.get("action") == "delete":
+            directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
+            mental_model_delete(model=directive, actor=actor(request))
+        else:
+            directive_create(bank=bank, rule_text=request.POST.get("rule_text", ""), actor=actor(request),
+                             scope=request.POST.get("scope", "").strip() or "bank", priority=priority)
+        messages.success(request, "Directives updated.")
+    except (MemoryHubError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", "Priority must be a whole number."))
+    return redirect("curation:directives", bank_id=bank.bank_id)
+
+
+@login_required
+def observations(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    trend = request.GET.get("trend") or None
+    views = observation_list(bank=bank, trend=trend, scope=request.GET.get("scope") or None, limit=200,
+                             include_invalidated=request.GET.get("invalidated") == "1",
+                             query=request.GET.get("q") or None)
+    rows = [{"view": v, "timeline": bar_chart(trend_timeline(v.evidence_times), title="evidence per week",
+                                              width=160, height=28)} for v in views]
+    return render(request, htmx_template(request, "curation/observations.html", "observation-list"),
+                  {"bank": bank, "rows": rows, "trend": trend or "", "tab": "observations",
+                   "trends": ["new", "strengthening", "stable", "weakening", "stale"],
+                   "can_write": operator(request).can(bank_id, "write"),
+                   "can_forget": operator(request).can(bank_id, "forget")})
+
+
+@login_required
+@require_POST
+def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
+    action = request.POST.get("action", "create")
+    bank = operator_bank(request, bank_id, "forget" if action == "delete" else "write")
+    try:
+        if action == "create":
+            observation_create(bank=bank, text=request.POST.get("text", ""), actor=actor(request),
+                               source_ids=_ids(request.POST.get("source_ids", "")),
+                               scope=request.POST.get("scope", "").strip() or None,
+                               confidence=float(request.POST.get("confidence") or 0.9))
+        else:
+            row = observation_get(bank=bank, observation_id=request.POST.get("observation_id", ""))
+            if action == "delete":
+                observation_delete(observation=row, actor=actor(request))
+            elif action == "invalidate":
+                observation_invalidate(observation=row, actor=actor(request))
+            else:
+                observation_update(observation=row, actor=actor(request), text=request.POST.get("text") or None,
+                                   add_source_ids=_ids(request.POST.get("attach", "")),
+                                   remove_source_ids=_ids(request.POST.get("detach", "")))
+        messages.success(request, "Observations updated.")
+    except (MemoryHubError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", "Confidence must be a number."))
+    return redirect("curation:observations", bank_id=bank.bank_id)
+

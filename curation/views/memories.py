@@ -1,0 +1,180 @@
+"""Memories: search and browse with filters in the URL, retain, edit, archive/restore, forget, bulk actions."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from banks.models import AuditEvent, Memory, MentalModel, Observation
+from banks.selectors.memories import MemoryFilters, bounded_count, memory_page, memory_queryset
+from banks.selectors.recall import RecallFilters, recall_bank
+from banks.services.bulk import ACTIONS, bulk_apply
+from banks.services.forget import memory_forget
+from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
+from banks.services.merge import memory_merge
+from curation.access import actor, operator, operator_bank
+from curation.htmx import htmx_template, is_htmx
+from memoryhub.errors import MemoryHubError
+
+
+def _tags(raw: str) -> list[str]:
+    return [t.strip() for t in raw.split(",") if t.strip()]
+
+
+@login_required
+def memory_list(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    filters = MemoryFilters.from_query(request.GET)
+    query = request.GET.get("q", "").strip()
+    context = {"bank": bank, "filters": filters, "q": query, "tab": "memories", "actions": ACTIONS,
+               "can_write": operator(request).can(bank_id, "write"),
+               "can_forget": operator(request).can(bank_id, "forget"), "query_string": filters.as_query(),
+               "other_banks": operator(request).visible_banks().exclude(pk=bank.pk).order_by("bank_id")[:200]}
+    if query:
+        outcome = recall_bank(bank, query, max_results=50, filters=RecallFilters(
+            tags=filters.tags or None, fact_types=[filters.fact_type] if filters.fact_type else None,
+            layers=[filters.layer] if filters.layer else None, sources=[filters.source] if filters.source else None))
+        hits = [h for h in outcome.hits if h.layer not in {"directive", "observation"}]
+        by_id = {m.memory_id: m for m in Memory.objects.filter(bank=bank, memory_id__in=[h.memory_id for h in hits])}
+        context.update(rows=[by_id[h.memory_id] for h in hits if h.memory_id in by_id],
+                       scores={h.memory_id: h.score for h in hits}, trace=outcome.trace, next_cursor=None,
+                       directives=[h for h in outcome.hits if h.layer == "directive"])
+    else:
+        page = memory_page(bank, filters, after=request.GET.get("after"))
+        context.update(rows=page.rows, next_cursor=page.next_cursor)
+    return render(request, htmx_template(request, "curation/memories.html", "memory-results"), context)
+
+
+@login_required
+@require_POST
+def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "write")
+    try:
+        outcome = memory_retain(bank=bank, text=request.POST.get("text", ""), actor=actor(request),
+                                tags=_tags(request.POST.get("tags", "")),
+                                source=request.POST.get("source", "").strip() or "curation",
+                                fact_type=request.POST.get("fact_type", "").strip() or None)
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("curation:memories", bank_id=bank.bank_id)
+    if outcome.stored:
+        messages.success(request, f"Retained as {outcome.memory_id}.")
+    else:
+        messages.info(request, f"Not stored: the same content is already memory {outcome.duplicate_of}.")
+    return redirect("curation:memories", bank_id=bank.bank_id)
+
+
+@login_required
+def memory_detail(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    memory = memory_get(bank=bank, memory_id=memory_id)
+    near = []
+    if memory.is_live:
+        outcome = recall_bank(bank, memory.text, max_results=6, include_directives=False)
+        near = [h for h in outcome.hits if h.memory_id != memory.memory_id][:5]
+    context = {
+        "bank": bank, "memory": memory, "near": near, "tab": "memories",
+        "entities": memory.entities.all()[:50],
+        "observations": Observation.objects.filter(bank=bank, evidence__memory_ref=memory.memory_id).distinct()[:20],
+        "models": MentalModel.objects.live().filter(bank=bank, source_ids__contains=[memory.memory_id])[:20],
+        "events": AuditEvent.objects.filter(bank=bank, target_ids__contains=[memory.memory_id])[:50],
+        "can_write": operator(request).can(bank_id, "write"), "can_forget": operator(request).can(bank_id, "forget"),
+        "editing": request.GET.get("edit") == "1",
+    }
+    return render(request, htmx_template(request, "curation/memory_detail.html", "memory-card"), context)
+
+
+@login_required
+@require_POST
+def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "write")
+    memory = memory_get(bank=bank, memory_id=memory_id)
+    try:
+        memory_update(memory=memory, actor=actor(request), text=request.POST.get("text"),
+                      tags=_tags(request.POST.get("tags", "")),
+                      fact_type=request.POST.get("fact_type", "").strip() or None,
+                      reason=request.POST.get("reason", ""))
+        messages.success(request, "Saved.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+
+
+@login_required
+@require_POST
+def memory_state(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
+    """Archive, restore or forget one memory."""
+    action = request.POST.get("action", "")
+    bank = operator_bank(request, bank_id, "forget" if action == "forget" else "write")
+    memory = memory_get(bank=bank, memory_id=memory_id)
+    reason = request.POST.get("reason", "").strip()
+    try:
+        if action == "archive":
+            memory_archive(memory=memory, actor=actor(request), reason=reason)
+            messages.success(request, "Archived. Restore it any time.")
+        elif action == "restore":
+            memory_restore(memory=memory, actor=actor(request), reason=reason)
+            messages.success(request, "Restored.")
+        elif action == "forget":
+            compliance = request.POST.get("compliance") == "on"
+            memory_forget(bank=bank, actor=actor(request), memory_ids=[memory.memory_id], reason=reason,
+                          compliance=compliance)
+            messages.success(request, "Erased for good." if compliance else "Forgotten.")
+            url = reverse("curation:memories", kwargs={"bank_id": bank.bank_id})
+            return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)
+        else:
+            messages.error(request, "Unknown action.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+
+
+@login_required
+@require_POST
+def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "write")
+    others = request.POST.getlist("merge")
+    try:
+        survivor = memory_merge(bank=bank, memory_ids=[memory_id, *others], actor=actor(request),
+                                reason=request.POST.get("reason", ""))
+        messages.success(request, f"Merged {len(others)} into {survivor.memory_id}.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+
+
+@login_required
+@require_POST
+def memory_bulk(request: HttpRequest, bank_id: str) -> HttpResponse:
+    """Step 1 (preview) shows how many memories the action touches; step 2 (apply) does it."""
+    action = request.POST.get("action", "")
+    bank = operator_bank(request, bank_id, "forget" if action == "forget" else "write")
+    filters = MemoryFilters.from_query(request.POST)
+    if request.POST.get("scope") == "all":
+        rows = memory_queryset(bank, filters)
+    else:
+        rows = Memory.objects.filter(bank=bank, memory_id__in=request.POST.getlist("ids"))
+    count, more = bounded_count(rows)
+    target = None
+    if action == "move":
+        target_id = request.POST.get("target", "")
+        target = operator_bank(request, target_id, "write") if target_id else None
+    context = {"bank": bank, "action": action, "count": count, "more": more, "post": request.POST,
+               "ids": request.POST.getlist("ids"), "filters": filters, "target": target}
+    if request.POST.get("confirm") != "yes":
+        return render(request, "curation/partials/bulk_preview.html", context)
+    try:
+        outcome = bulk_apply(bank=bank, rows=rows, action=action, actor=actor(request),
+                             tag=request.POST.get("tag", ""), reason=request.POST.get("reason", ""),
+                             compliance=request.POST.get("compliance") == "on", target=target)
+        messages.success(request, f"{action}: {outcome.touched} memories" +
+                         (f", {outcome.skipped} skipped" if outcome.skipped else ""))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    url = reverse("curation:memories", kwargs={"bank_id": bank.bank_id})
+    return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)

@@ -1,0 +1,147 @@
+"""Graph, time travel, the audit log (with CSV export) and API tokens."""
+
+from __future__ import annotations
+
+import csv
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from banks.access import PERMISSIONS
+from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
+from banks.selectors.graph import graph_neighbors, graph_search
+from banks.selectors.recall import RecallFilters, recall_bank
+from banks.services.tokens import token_create, token_revoke
+from curation.access import actor, operator, operator_bank
+from memoryhub.errors import MemoryHubError
+from portability.formats.common import parse_time
+
+
+@login_required
+def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    q = request.GET.get("q", "").strip()
+    entity_id = request.GET.get("entity", "").strip()
+    entities = graph_search(bank=bank, query=q, limit=50) if q else list(
+        Entity.objects.filter(bank=bank).order_by("-mention_count", "name")[:50])
+    focus = Entity.objects.filter(bank=bank, entity_id=entity_id).first() if entity_id else None
+    neighbors = graph_neighbors(bank=bank, entity_ids=[focus.entity_id], max_depth=2, limit=30) if focus else []
+    links = EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus)).select_related(
+        "entity_a", "entity_b")[:100] if focus else []
+    return render(request, "curation/graph.html", {"bank": bank, "entities": entities, "q": q, "focus": focus,
+                                                   "neighbors": neighbors, "links": links, "tab": "graph"})
+
+
+@login_required
+def time_travel(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    now = timezone.now()
+    a = parse_time(request.GET.get("from")) or now - timedelta(days=7)
+    b = parse_time(request.GET.get("to")) or now
+    query = request.GET.get("q", "").strip()
+    seen = Memory.objects.filter(bank=bank)
+    added = seen.filter(retained_at__gt=a, retained_at__lte=b).order_by("-retained_at")[:200]
+    removed = seen.filter(Q(forgotten_at__gt=a, forgotten_at__lte=b) | Q(archived_at__gt=a, archived_at__lte=b)
+                          ).order_by("-updated_at")[:200]
+    hits = recall_bank(bank, query, max_results=20, filters=RecallFilters(as_of=b),
+                       include_directives=False).hits if query else []
+    return render(request, "curation/time_travel.html", {
+        "bank": bank, "a": a, "b": b, "added": added, "removed": removed, "q": query, "hits": hits,
+        "tab": "time"})
+
+
+def _audit_rows(request: HttpRequest):  # noqa: ANN202
+    principal = operator(request)
+    rows = AuditEvent.objects.all()
+    if not request.user.is_superuser:
+        rows = rows.filter(bank__in=principal.visible_banks())
+    for key, field in (("bank", "bank_ref"), ("actor", "actor"), ("action", "action")):
+        value = request.GET.get(key, "").strip()
+        if value:
+            rows = rows.filter(**{f"{field}__icontains" if key == "actor" else field: value})
+    return rows.order_by("-created_at", "-id")
+
+
+@login_required
+def audit_log(request: HttpRequest) -> HttpResponse:
+    rows = _audit_rows(request)
+    before = request.GET.get("before")
+    if before and before.isdigit():
+        rows = rows.filter(id__lt=int(before))
+    page = list(rows[:101])
+    return render(request, "curation/audit.html", {"events": page[:100], "more": len(page) > 100,
+                                                   "next": page[99].pk if len(page) > 100 else None,
+                                                   "params": request.GET, "tab": "audit"})
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@login_required
+def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
+    writer = csv.writer(_Echo())
+
+    def lines():  # noqa: ANN202
+        yield writer.writerow(["time", "actor", "action", "bank", "targets", "reason", "compliance"])
+        for event in _audit_rows(request).iterator(chunk_size=2000):
+            yield writer.writerow([event.created_at.isoformat(), event.actor, event.action, event.bank_ref,
+                                   " ".join(event.target_ids), event.reason, event.compliance])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="memoryhub-audit.csv"'
+    return response
+
+
+@login_required
+def tokens(request: HttpRequest) -> HttpResponse:
+    principal = operator(request)
+    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
+    return render(request, "curation/tokens.html", {
+        "tokens": rows.order_by("-created_at")[:500], "permissions": PERMISSIONS,
+        "banks": principal.visible_banks().order_by("bank_id")[:500],
+        "secret": request.session.pop("new_token_secret", None), "tab": "tokens"})
+
+
+@login_required
+@require_POST
+def token_new(request: HttpRequest) -> HttpResponse:
+    principal = operator(request)
+    patterns = [p.strip() for p in request.POST.get("banks", "").replace("\n", ",").split(",") if p.strip()]
+    perms = request.POST.getlist("permissions")
+    # An operator can hand out only what they hold; a pattern is allowed to administrators only.
+    if not request.user.is_superuser:
+        for pattern in patterns:
+            if any(ch in pattern for ch in "*?[") or not set(perms) <= principal.permissions_for(pattern):
+                raise PermissionDenied("You can only grant permissions you hold on banks you can see.")
+    try:
+        token, secret = token_create(name=request.POST.get("name", ""), actor=actor(request), created_by=request.user,
+                                     grants=[{"bank": p, "permissions": perms} for p in patterns])
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("curation:tokens")
+    # Shown once, on the next page load, then gone from the session.
+    request.session["new_token_secret"] = {"name": token.name, "secret": secret}
+    return redirect("curation:tokens")
+
+
+@login_required
+@require_POST
+def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
+    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
+    token = rows.filter(prefix=prefix).first()
+    if token is None:
+        from django.http import Http404
+
+        raise Http404("No such token")
+    token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""))
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("curation:tokens")

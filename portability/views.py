@@ -1,0 +1,142 @@
+"""Operator pages for moving banks: browse the roots, upload, preview (dry run), import as a job with
+live progress, export to a root or download directly. Every path goes through the containment function."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from banks.models import Job
+from banks.services.jobs import job_cancel_request
+from curation.access import actor, operator_bank
+from curation.htmx import htmx_template
+from memoryhub.errors import MemoryHubError
+from portability.formats.registry import READERS
+from portability.jobs import job_start_async
+from portability.paths import PathNotAllowed, sanitize_upload_name
+from portability.roots import contained_path, portability_roots
+from portability.services import archive_stream
+
+MAX_LISTED = 200
+
+
+def _files(root: Path) -> list[dict]:
+    entries = []
+    try:
+        with os.scandir(root) as it:
+            for entry in it:
+                if entry.name.startswith(".") or entry.is_symlink():
+                    continue
+                stat = entry.stat()
+                entries.append({"name": entry.name, "path": str(root / entry.name), "size": stat.st_size,
+                                "is_dir": entry.is_dir(), "mtime": stat.st_mtime})
+                if len(entries) >= MAX_LISTED:
+                    break
+    except OSError:
+        return []
+    return sorted(entries, key=lambda e: -e["mtime"])
+
+
+@login_required
+def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    roots = portability_roots()
+    context = {"bank": bank, "roots": [{"path": str(r), "files": _files(r)} for r in roots], "tab": "transfer",
+               "jobs": Job.objects.filter(bank=bank, kind__in=["import", "export", "reembed"]).order_by(
+                   "-created_at")[:20], "formats": sorted(READERS),
+               "max_upload_mb": settings.MEMORYHUB_MAX_UPLOAD_BYTES // (1024 * 1024)}
+    return render(request, "portability/transfer.html", context)
+
+
+@login_required
+@require_POST
+def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    upload = request.FILES.get("archive")
+    try:
+        if upload is None:
+            raise MemoryHubError("Choose a file to upload.")
+        if upload.size > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
+            raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
+        root = contained_path(request.POST.get("root", ""))
+        dest = contained_path(root / sanitize_upload_name(upload.name))
+        if dest.exists():
+            raise MemoryHubError(f"{dest.name} already exists in {root}; rename the file first.")
+        with dest.open("xb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        messages.success(request, f"Uploaded {dest.name} to {root}.")
+    except (MemoryHubError, PathNotAllowed) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+    return redirect("portability:transfer", bank_id=bank.bank_id)
+
+
+@login_required
+@require_POST
+def start(request: HttpRequest, bank_id: str) -> HttpResponse:
+    """Queue a preview (dry run), an import, an export or a re-embed as a job."""
+    bank = operator_bank(request, bank_id, "admin")
+    kind = request.POST.get("kind", "")
+    try:
+        if kind in {"preview", "import"}:
+            source = contained_path(request.POST.get("path", ""))
+            if not source.exists():
+                raise MemoryHubError(f"No archive at {source}.")
+            params = {"path": str(source), "format": request.POST.get("format") or None,
+                      "on_conflict": request.POST.get("on_conflict", "skip"), "dry_run": kind == "preview",
+                      "strict": request.POST.get("strict") == "on"}
+            job = job_start_async(kind="import", bank=bank, actor=actor(request), params=params)
+        elif kind == "export":
+            name = sanitize_upload_name(request.POST.get("name") or f"{bank.bank_id}.ama.jsonl")
+            dest = contained_path(contained_path(request.POST.get("root", "")) / name)
+            job = job_start_async(kind="export", bank=bank, actor=actor(request), params={
+                "path": str(dest), "include_embeddings": request.POST.get("include_embeddings") == "on"})
+        elif kind == "reembed":
+            job = job_start_async(kind="reembed", bank=bank, actor=actor(request), params={})
+        else:
+            raise MemoryHubError("Unknown job.")
+    except (MemoryHubError, PathNotAllowed) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+        return redirect("portability:transfer", bank_id=bank.bank_id)
+    return redirect("portability:job", bank_id=bank.bank_id, job_id=job.pk)
+
+
+@login_required
+def job_detail(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    job = Job.objects.filter(pk=job_id, bank=bank).first()
+    if job is None:
+        raise Http404("No such job")
+    return render(request, htmx_template(request, "portability/job.html", "job-status"),
+                  {"bank": bank, "job": job, "tab": "transfer"})
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    job = Job.objects.filter(pk=job_id, bank=bank).first()
+    if job is None:
+        raise Http404("No such job")
+    try:
+        job_cancel_request(job=job, actor=actor(request))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("portability:job", bank_id=bank.bank_id, job_id=job.pk)
+
+
+@login_required
+def download(request: HttpRequest, bank_id: str) -> StreamingHttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    lines = archive_stream(bank=bank, actor=actor(request),
+                           include_embeddings=request.GET.get("embeddings") == "1")
+    response = StreamingHttpResponse((line.encode("utf-8") for line in lines), content_type="application/jsonl")
+    response["Content-Disposition"] = f'attachment; filename="{sanitize_upload_name(bank.bank_id)}.ama.jsonl"'
+    return response

@@ -1,0 +1,201 @@
+"""Every operator screen: renders for the right roles, 404 for banks not granted, mutations go through
+the services and leave audit events, HTMX gets partials."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from banks.models import ApiToken, AuditEvent, BankMembership, Memory, MentalModel, Observation
+from banks.services.directives import directive_create
+from banks.services.memories import memory_retain
+from banks.services.mental_models import mental_model_create
+from banks.services.observations import observation_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(django_user_model):
+    user = django_user_model.objects.create_superuser(username="root", password="pw")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def filled(bank):
+    a = memory_retain(bank=bank, text="Alice Smith likes jazz and blues.", actor="test", tags=["music"]).memory
+    b = memory_retain(bank=bank, text="Alice Smith likes jazz and blues music.", actor="test", tags=["music"]).memory
+    memory_retain(bank=bank, text="Bob repairs bicycles.", actor="test", tags=["hobby"])
+    mental_model_create(bank=bank, model_id="prefs", title="Preferences", content="## Music\n\nJazz.", actor="test")
+    directive_create(bank=bank, rule_text="Answer briefly.", directive_id="brief", actor="test")
+    observation_create(bank=bank, text="Alice loves jazz.", actor="test", source_ids=[a.memory_id])
+    return {"a": a, "b": b}
+
+
+PAGES = ["/", "/banks/user-alice/", "/banks/user-alice/memories/", "/banks/user-alice/memories/?q=jazz",
+         "/banks/user-alice/memories/?tags=music&state=all", "/banks/user-alice/observations/",
+         "/banks/user-alice/models/", "/banks/user-alice/models/prefs/", "/banks/user-alice/directives/",
+         "/banks/user-alice/graph/", "/banks/user-alice/time/?q=jazz", "/banks/user-alice/transfer/",
+         "/audit/", "/tokens/", "/v1/docs"]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_every_screen_renders(admin_client, filled, url):
+    response = admin_client.get(url)
+    assert response.status_code == 200, url
+    assert "Traceback" not in response.content.decode()
+
+
+def test_memory_detail_shows_near_duplicates_citations_and_history(admin_client, filled):
+    page = admin_client.get(f"/banks/user-alice/memories/{filled['a'].memory_id}/").content.decode()
+    assert filled["b"].memory_id in page  # near-duplicate
+    assert "Alice loves jazz." in page  # cited by an observation
+    assert "memory.retain" in page
+
+
+def test_viewer_sees_but_cannot_change_and_other_banks_are_404(operator_client, operator, bank, make_bank, filled):
+    BankMembership.objects.create(user=operator, bank=bank, role="viewer")
+    make_bank("secret-bank")
+    assert operator_client.get("/banks/user-alice/memories/").status_code == 200
+    assert operator_client.get("/banks/secret-bank/").status_code == 404
+    assert operator_client.get("/banks/secret-bank/memories/").status_code == 404
+    response = operator_client.post("/banks/user-alice/memories/new", {"text": "sneaky"})
+    assert response.status_code == 403
+    assert not Memory.objects.filter(text="sneaky").exists()
+
+
+def test_retain_edit_archive_restore_forget_through_the_ui(admin_client, bank):
+    admin_client.post("/banks/user-alice/memories/new", {"text": "Carol speaks Portuguese.", "tags": "lang"})
+    memory = Memory.objects.get(text="Carol speaks Portuguese.")
+    url = f"/banks/user-alice/memories/{memory.memory_id}"
+    admin_client.post(f"{url}/edit", {"text": "Carol speaks Portuguese and Spanish.", "tags": "lang,people"})
+    memory.refresh_from_db()
+    assert memory.text == "Carol speaks Portuguese and Spanish." and memory.tags == ["lang", "people"]
+    admin_client.post(f"{url}/state", {"action": "archive"})
+    memory.refresh_from_db()
+    assert memory.archived_at is not None
+    admin_client.post(f"{url}/state", {"action": "restore"})
+    memory.refresh_from_db()
+    assert memory.archived_at is None
+    admin_client.post(f"{url}/state", {"action": "forget", "compliance": "on", "reason": "erasure #1"})
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+    actions = list(AuditEvent.objects.filter(bank=bank).values_list("action", flat=True))
+    assert {"memory.retain", "memory.update", "memory.archive", "memory.restore", "memory.erase"} <= set(actions)
+
+
+def test_bulk_preview_counts_then_applies_to_all_matching(admin_client, bank, filled):
+    preview = admin_client.post("/banks/user-alice/memories/bulk", {"action": "archive", "scope": "all",
+                                                                    "tags": "music"})
+    assert "will touch <strong>2</strong>" in preview.content.decode()
+    assert Memory.objects.live().count() == 3
+    admin_client.post("/banks/user-alice/memories/bulk", {"action": "archive", "scope": "all", "tags": "music",
+                                                          "confirm": "yes"})
+    assert Memory.objects.live().count() == 1
+    admin_client.post("/banks/user-alice/memories/bulk", {"action": "tag", "tag": "kept", "ids": [
+        m.memory_id for m in Memory.objects.live()], "confirm": "yes"})
+    assert Memory.objects.live().get().tags == ["hobby", "kept"]
+
+
+def test_merge_keeps_provenance(admin_client, filled):
+    a, b = filled["a"], filled["b"]
+    admin_client.post(f"/banks/user-alice/memories/{a.memory_id}/merge", {"merge": [b.memory_id]})
+    b.refresh_from_db()
+    a.refresh_from_db()
+    assert b.archived_at is not None and b.merged_into_id == a.pk
+    assert a.metadata["merged_from"] == [b.memory_id]
+
+
+def test_model_block_edit_sends_a_delta_and_diff_shows_it(admin_client, filled):
+    admin_client.post("/banks/user-alice/models/prefs/edit", {"op": "replace_block", "section_id": "music",
+                                                              "index": "0", "block_type": "paragraph",
+                                                              "text": "Jazz and blues.", "revision": "1"})
+    model = MentalModel.objects.get(model_id="prefs")
+    assert model.revision == 2 and "Jazz and blues." in model.content
+    assert model.revisions.get(number=2).operations[0]["op"] == "replace_block"
+    page = admin_client.get("/banks/user-alice/models/prefs/?from=1&to=2").content.decode()
+    assert '<span class="del">Jazz.</span>' in page and '<span class="add">Jazz and blues.</span>' in page
+    stale = admin_client.post("/banks/user-alice/models/prefs/edit", {
+        "op": "append_block", "section_id": "music", "text": "x", "revision": "1"}, follow=True)
+    assert "is at revision 2, not 1" in stale.content.decode()
+    admin_client.post("/banks/user-alice/models/prefs/action", {"action": "revert", "to": "1"})
+    assert MentalModel.objects.get(model_id="prefs").content == "## Music\n\nJazz.\n"
+
+
+def test_directive_authoring_and_deactivation(admin_client, bank):
+    admin_client.post("/banks/user-alice/directives/save", {"rule_text": "Always answer in Portuguese."})
+    directive = MentalModel.objects.get(kind="directive")
+    admin_client.post("/banks/user-alice/directives/save", {"directive_id": directive.model_id,
+                                                            "action": "deactivate"})
+    directive.refresh_from_db()
+    assert directive.is_active is False
+
+
+def test_observation_create_and_invalidate(admin_client, filled):
+    admin_client.post("/banks/user-alice/observations/save", {"text": "Bob fixes things.", "source_ids": "",
+                                                              "confidence": "0.8"})
+    row = Observation.objects.get(text="Bob fixes things.")
+    admin_client.post("/banks/user-alice/observations/save", {"observation_id": row.observation_id,
+                                                              "action": "invalidate"})
+    row.refresh_from_db()
+    assert row.invalidated_at is not None
+
+
+def test_token_secret_is_shown_once_and_revoke_works(admin_client, bank):
+    admin_client.post("/tokens/new", {"name": "agent", "banks": "user-*", "permissions": ["read", "write"]})
+    first = admin_client.get("/tokens/").content.decode()
+    token = ApiToken.objects.get()
+    assert f"mh_{token.prefix}_" in first
+    assert f"mh_{token.prefix}_" not in admin_client.get("/tokens/").content.decode()
+    admin_client.post(f"/tokens/{token.prefix}/revoke")
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+
+def test_operator_cannot_grant_more_than_they_hold(operator_client, operator, bank):
+    BankMembership.objects.create(user=operator, bank=bank, role="viewer")
+    response = operator_client.post("/tokens/new", {"name": "x", "banks": "user-alice",
+                                                    "permissions": ["write"]})
+    assert response.status_code == 403
+    assert operator_client.post("/tokens/new", {"name": "x", "banks": "*", "permissions": ["read"]}
+                                ).status_code == 403
+
+
+def test_audit_csv_export(admin_client, filled):
+    response = admin_client.get("/audit.csv?bank=user-alice")
+    body = b"".join(response.streaming_content).decode()
+    assert body.splitlines()[0] == "time,actor,action,bank,targets,reason,compliance"
+    assert "memory.retain" in body
+
+
+def test_htmx_gets_partials(admin_client, filled):
+    partial = admin_client.get("/banks/user-alice/memories/", HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div id="memory-results">') and "<html" not in partial
+    full = admin_client.get("/banks/user-alice/memories/").content.decode()
+    assert "<html" in full
+
+
+def test_memory_list_query_count_does_not_grow_with_the_bank(admin_client, bank, django_assert_max_num_queries):
+    for i in range(120):
+        memory_retain(bank=bank, text=f"distinct fact number {i} about item {i * 13}", actor="test",
+                      extract_entities=False, near_dedup=False)
+    with django_assert_max_num_queries(12):
+        response = admin_client.get("/banks/user-alice/memories/")
+    assert response.status_code == 200 and "Older memories" in response.content.decode()
+
+
+def test_keyset_pagination_walks_every_memory_once(admin_client, bank):
+    for i in range(120):
+        memory_retain(bank=bank, text=f"fact {i} unique {i * 7}", actor="test", extract_entities=False,
+                      near_dedup=False)
+    from banks.selectors.memories import MemoryFilters, memory_page
+
+    seen, cursor = [], None
+    while True:
+        page = memory_page(bank, MemoryFilters(), after=cursor, limit=50)
+        seen += [m.memory_id for m in page.rows]
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    assert len(seen) == len(set(seen)) == 120
