@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "banks",
     "portability",
     "curation",
+    "agents",
 ]
 
 MIDDLEWARE = [

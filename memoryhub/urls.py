@@ -8,6 +8,7 @@ urlpatterns = [
     path("v1/docs", views_docs.api_docs, name="api-docs"),
     path("v1/", include("banks.api.urls")),
     path("v1/", include("portability.api.urls")),
+    path("v1/", include("agents.api.urls")),
     path("live", views_core.LiveApi.as_view(), name="live"),
     path("health", views_core.HealthApi.as_view(), name="health"),
     path("health/live", views_core.LiveApi.as_view(), name="health-live"),

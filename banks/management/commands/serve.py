@@ -29,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default=os.environ.get("MEMORYHUB_ADDR", "127.0.0.1:8000"))
         parser.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
         parser.add_argument("--gunicorn", action="store_true", help="serve with gunicorn instead of runserver")
+        parser.add_argument("--no-mcp", action="store_true", help="do not start the MCP endpoint")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write("Applying migrations...")
@@ -54,6 +55,9 @@ class Command(BaseCommand):
         else:
             web = [sys.executable, "manage.py", "runserver", options["addr"], "--noreload"]
         children.append(subprocess.Popen(web, env=env, cwd=settings.BASE_DIR))
+        if not options["no_mcp"]:
+            children.append(subprocess.Popen([sys.executable, "manage.py", "serve_mcp"], env=env,
+                                             cwd=settings.BASE_DIR))
         self.stdout.write(self.style.SUCCESS(f"MemoryHub is up: http://{options['addr']}/  (Ctrl-C stops it)"))
         self._wait(children)
 

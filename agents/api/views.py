@@ -1,0 +1,50 @@
+"""REST for agents: every tool at /v1/agent/<tool>, and auto-ingest of a conversation turn."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.toolbox import TOOLS, run_tool
+from banks.api.base import BankApiView, ok
+from banks.api.wire import WireModel
+from memoryhub.errors import InvalidInput, NotFound
+
+
+class ToolApi(BankApiView):
+    def post(self, request: Request, name: str) -> Response:
+        if name not in TOOLS:
+            raise NotFound(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOLS))}")
+        if not isinstance(request.data, dict):
+            raise InvalidInput("the request body must be a JSON object")
+        return ok(run_tool(self.principal(request), name, dict(request.data)))
+
+
+class ToolListApi(BankApiView):
+    def get(self, request: Request) -> Response:
+        return ok({"tools": [{"name": t.name, "permission": t.permission, "description": t.description}
+                             for t in TOOLS.values()]})
+
+
+class IngestTurnRequest(WireModel):
+    bank_id: str
+    user: str = ""
+    assistant: str = ""
+
+
+class IngestTurnApi(BankApiView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, IngestTurnRequest)
+        if not body.user.strip() and not body.assistant.strip():
+            raise InvalidInput("give the user and/or assistant message of the turn", field="user")
+        bank = self.bank(request, body.bank_id, "write", create=True)
+        turn_id = uuid.uuid4().hex
+        from agents.tasks import ingest_turn_task
+
+        # Queued after commit; the caller never waits for extraction or embedding.
+        transaction.on_commit(lambda: ingest_turn_task.delay(bank.pk, body.user, body.assistant,
+                                                             self.actor(request), turn_id))
+        return ok({"queued": True, "turn_id": turn_id, "bank_id": bank.bank_id}, status=202)

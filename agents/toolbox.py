@@ -1,0 +1,196 @@
+"""Every agent-facing tool in one table: its permission and what it calls. The REST routes and
+the MCP server both dispatch through ``run_tool``, so a tool behaves the same on either."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agents.services.consolidate import agent_memory_reflect
+from agents.services.tools import (
+    agent_memory_add,
+    agent_memory_delete,
+    agent_memory_merge,
+    agent_memory_search,
+    agent_memory_update,
+)
+from banks.access import Principal, bank_for
+from banks.api import render
+from banks.api.render_live import observation as observation_row
+from banks.models import Bank
+from banks.selectors.mental_models import mental_model_list
+from banks.selectors.observations import observation_list, observation_view
+from banks.selectors.recall import RecallFilters, recall_bank
+from banks.services.directives import directive_create
+from banks.services.forget import memory_forget
+from banks.services.memories import memory_retain
+from banks.services.mental_models import (
+    mental_model_apply_delta,
+    mental_model_create,
+    mental_model_delete,
+    mental_model_get,
+)
+from banks.services.observations import observation_create, observation_delete, observation_get
+from banks.services.reflect import reflect
+from memoryhub.errors import InvalidInput, NotFound
+from portability.formats.common import parse_time
+
+
+@dataclass
+class Tool:
+    name: str
+    permission: str
+    run: Callable[[Bank, str, dict[str, Any]], dict[str, Any]]
+    description: str
+    create_bank: bool = False
+
+
+def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, tags=a.get("tags"),
+                            metadata=a.get("metadata"), occurred_at=parse_time(a.get("occurred_at")),
+                            source=a.get("source"))
+    return render.retain_result(outcome)
+
+
+def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = recall_bank(bank, a.get("query", ""), max_results=max(1, min(int(a.get("max_results") or 10), 1000)),
+                          max_tokens=a.get("max_tokens"), filters=RecallFilters(
+                              tags=a.get("tags"), fact_types=a.get("fact_types"),
+                              as_of=parse_time(a.get("as_of"))))
+    return render.recall_result(outcome)
+
+
+def _reflect(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    if not a.get("query"):
+        # Without a question it is AgentOS's memory_reflect: a consolidation pass.
+        return agent_memory_reflect(bank=bank, actor=actor, topic=a.get("topic"))
+    outcome = reflect(banks=[bank], query=a["query"], max_tokens=a.get("max_tokens"), tags=a.get("tags"))
+    return {"answer": outcome.answer, "confidence": outcome.confidence,
+            "sources": [render.memory_hit(h) for h in outcome.sources], "observations": outcome.observations or None,
+            "directives": outcome.directives}
+
+
+def _forget(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = memory_forget(bank=bank, actor=actor, memory_ids=a.get("memory_ids"), tags=a.get("tags"),
+                            reason=a.get("reason") or "")
+    return render.forget_result(outcome)
+
+
+def _directive(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    row = directive_create(bank=bank, rule_text=a.get("rule_text", ""), actor=actor,
+                           directive_id=a.get("directive_id"), scope=a.get("scope") or "bank")
+    return {"model_id": row.model_id, "kind": row.kind, "revision": row.revision}
+
+
+def _list_observations(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    views = observation_list(bank=bank, scope=a.get("scope"), trend=a.get("trend"),
+                             limit=max(1, min(int(a.get("limit") or 100), 1000)))
+    return {"observations": [observation_row(v) for v in views]}
+
+
+def _get_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"observation": observation_row(observation_view(
+            observation_get(bank=bank, observation_id=str(a.get("observation_id", "")))))}
+    except NotFound:
+        return {"observation": None}
+
+
+def _create_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    row = observation_create(bank=bank, text=a.get("text", ""), actor=actor,
+                             source_ids=a.get("source_ids") or a.get("evidence"), scope=a.get("scope"),
+                             confidence=a.get("confidence", 0.9))
+    return {"observation": observation_row(observation_view(row))}
+
+
+def _delete_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    try:
+        row = observation_get(bank=bank, observation_id=str(a.get("observation_id", "")))
+    except NotFound:
+        return {"deleted": False}
+    return {"deleted": observation_delete(observation=row, actor=actor)}
+
+
+def _list_models(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    return {"models": [{"model_id": m.model_id, "title": m.title, "scope": m.scope, "kind": m.kind,
+                        "revision": m.revision, "refreshed_at": m.refreshed_at.isoformat(),
+                        "source_count": len(m.source_ids)}
+                       for m in mental_model_list(bank=bank, scope=a.get("scope"))[:1000]]}
+
+
+def _create_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    row = mental_model_create(bank=bank, model_id=a.get("model_id", ""), title=a.get("title", ""), actor=actor,
+                              content=a.get("content"), sections=a.get("sections"), scope=a.get("scope") or "bank",
+                              source_ids=a.get("source_ids"))
+    return {"model_id": row.model_id, "revision": row.revision, "kind": row.kind, "title": row.title}
+
+
+def _update_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
+    model, result = mental_model_apply_delta(model=model, operations=a.get("operations"), actor=actor,
+                                             expected_revision=a.get("expected_revision"))
+    return {"changed": result.changed, "revision": model.revision, "applied": result.applied,
+            "skipped": result.skipped}
+
+
+def _delete_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    try:
+        model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
+    except NotFound:
+        return {"deleted": False}
+    return {"deleted": mental_model_delete(model=model, actor=actor)}
+
+
+def _agentos(fn: Callable[..., dict[str, Any]], *keys: str) -> Callable[[Bank, str, dict[str, Any]], dict[str, Any]]:
+    def run(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+        return fn(bank=bank, actor=actor, **{k: a[k] for k in keys if k in a})
+
+    return run
+
+
+def _search(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    return agent_memory_search(bank=bank, query=a.get("query", ""), type=a.get("type"), scope=a.get("scope"),
+                               limit=a.get("limit") or 10)
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in [
+    Tool("memory_retain", "write", _retain, "Store content in a bank (Astrocyte retain).", create_bank=True),
+    Tool("memory_recall", "read", _recall, "Hybrid recall from a bank, with its trace."),
+    Tool("memory_reflect", "read", _reflect, "With a query: answer from memory with sources. Without: run a "
+                                             "consolidation pass (needs write)."),
+    Tool("memory_forget", "forget", _forget, "Forget memories by id or tag."),
+    Tool("memory_create_directive", "write", _directive, "Author a rule applied ahead of all recall."),
+    Tool("memory_list_observations", "read", _list_observations, "List observations, optionally by trend."),
+    Tool("memory_get_observation", "read", _get_observation, "Get one observation."),
+    Tool("memory_create_observation", "write", _create_observation, "Create an observation with evidence."),
+    Tool("memory_delete_observation", "forget", _delete_observation, "Delete an observation."),
+    Tool("memory_list_mental_models", "read", _list_models, "List mental models."),
+    Tool("memory_create_mental_model", "write", _create_model, "Create or replace a mental model."),
+    Tool("memory_update_mental_model", "write", _update_model, "Apply delta operations to a mental model."),
+    Tool("memory_delete_mental_model", "forget", _delete_model, "Delete a mental model (soft)."),
+    Tool("memory_add", "write", _agentos(agent_memory_add, "content", "type", "scope", "tags"),
+         "AgentOS: store a trace (type episodic|semantic|procedural|prospective).", create_bank=True),
+    Tool("memory_update", "write", _agentos(agent_memory_update, "traceId", "content", "tags"),
+         "AgentOS: change a trace's content or tags."),
+    Tool("memory_delete", "forget", _agentos(agent_memory_delete, "traceId"), "AgentOS: soft-delete a trace."),
+    Tool("memory_merge", "write", _agentos(agent_memory_merge, "traceIds", "content"),
+         "AgentOS: merge two or more traces into one."),
+    Tool("memory_search", "read", _search, "AgentOS: full-text search with type/scope filters."),
+]}
+
+
+def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise NotFound(f"unknown tool {name!r}")
+    if not isinstance(args, dict):
+        raise InvalidInput("arguments must be an object")
+    permission = tool.permission
+    if name == "memory_reflect" and not args.get("query"):
+        permission = "write"
+    bank = bank_for(principal, str(args.get("bank_id") or ""), permission, create=tool.create_bank)
+    return tool.run(bank, principal.label, args)
+
+
+__all__ = ["TOOLS", "Tool", "run_tool"]

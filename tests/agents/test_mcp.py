@@ -1,0 +1,122 @@
+"""A real MCP client session against the running MCP server (streamable HTTP on localhost)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from banks.models import Memory
+
+
+@pytest.fixture
+def mcp_url(transactional_db) -> Iterator[str]:
+    import uvicorn
+
+    from agents.mcp_server import build_app
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(build_app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "MCP server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.should_exit = True
+    thread.join(timeout=10)
+    # The tools ran their queries in asgiref's shared sync thread; close that thread's connection
+    # so the test database can be dropped.
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+
+
+async def session_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = [t.name for t in (await session.list_tools()).tools]
+                results = []
+                for name, args in calls:
+                    result = await session.call_tool(name, args)
+                    payload = result.structured_content
+                    if payload is None:
+                        payload = json.loads(result.content[0].text)
+                    results.append(payload.get("result", payload) if isinstance(payload, dict) else payload)
+                return tools, results
+
+
+def test_tools_through_a_real_mcp_session(mcp_url, make_bank, make_token):
+    make_bank("user-alice")
+    token = make_token({"user-alice": ["read", "write", "forget"]})
+    calls = [
+        ("memory_retain", {"content": "Alice likes jazz.", "bank_id": "user-alice", "tags": ["music"]}),
+        ("memory_recall", {"query": "jazz", "bank_id": "user-alice"}),
+        ("memory_add", {"content": "User prefers dark mode.", "bank_id": "user-alice", "type": "semantic"}),
+        ("memory_search", {"query": "dark mode", "bank_id": "user-alice"}),
+        ("memory_create_directive", {"rule_text": "Answer briefly.", "bank_id": "user-alice"}),
+        ("memory_create_mental_model", {"model_id": "m", "title": "T", "content": "## A\n\nx",
+                                        "bank_id": "user-alice"}),
+        ("memory_update_mental_model", {"model_id": "m", "bank_id": "user-alice",
+                                        "operations": [{"op": "add_section", "heading": "B"}]}),
+        ("memory_list_mental_models", {"bank_id": "user-alice"}),
+        ("memory_create_observation", {"text": "Likes jazz.", "bank_id": "user-alice"}),
+        ("memory_list_observations", {"bank_id": "user-alice"}),
+        ("memory_reflect", {"query": "What does Alice like?", "bank_id": "user-alice"}),
+        ("memory_forget", {"memory_ids": ["nope"], "bank_id": "user-bob"}),
+    ]
+    tools, results = asyncio.run(session_calls(mcp_url, token, calls))
+    assert {"memory_retain", "memory_recall", "memory_reflect", "memory_forget", "memory_create_directive",
+            "memory_list_observations", "memory_get_observation", "memory_create_observation",
+            "memory_delete_observation", "memory_list_mental_models", "memory_create_mental_model",
+            "memory_update_mental_model", "memory_delete_mental_model", "memory_add", "memory_update",
+            "memory_delete", "memory_merge", "memory_search"} <= set(tools)
+    retained, recalled, added, searched, directive, model, updated, models, obs, observations, reflect, denied = \
+        results
+    assert retained["stored"] is True
+    # The directive authored later is not there yet; the memory is the first hit.
+    assert recalled["hits"][0]["memory_id"] == retained["memory_id"]
+    assert searched["results"][0]["id"] == added["traceId"]
+    assert directive["kind"] == "directive"
+    assert model["revision"] == 1 and updated == {"changed": True, "revision": 2, "applied": [
+        {"op": "add_section", "heading": "B", "level": 2, "assigned_id": "b"}], "skipped": []}
+    assert [m["model_id"] for m in models["models"]] and observations["observations"][0]["text"] == "Likes jazz."
+    assert reflect["directives"] == ["Answer briefly."] and "jazz" in reflect["answer"]
+    assert denied["error"] == "AccessDenied"
+    assert Memory.objects.filter(bank__bank_id="user-alice").count() == 2
+
+
+def test_mcp_without_a_valid_token_is_refused(mcp_url, make_bank):
+    response = httpx.post(mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code == 401
+    bad = httpx.post(mcp_url, json={}, headers={"Authorization": "Bearer mh_nope_nope"})
+    assert bad.status_code == 401 and bad.json()["detail"] == "Invalid or revoked token"
+
+
+def test_mcp_enforces_permissions_per_tool(mcp_url, make_bank, make_token):
+    make_bank("user-alice")
+    reader = make_token({"user-alice": ["read"]})
+    _, results = asyncio.run(session_calls(mcp_url, reader, [
+        ("memory_retain", {"content": "x", "bank_id": "user-alice"}),
+        ("memory_recall", {"query": "x", "bank_id": "user-alice"}),
+        ("memory_delete", {"traceId": "x", "bank_id": "user-alice"}),
+    ]))
+    assert results[0]["error"] == "AccessDenied" and "hits" in results[1] and results[2]["error"] == "AccessDenied"

@@ -1,0 +1,158 @@
+"""The AgentOS tools and Astrocyte's MCP tool set over REST, with permissions for every tool."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.toolbox import TOOLS
+from banks.models import AuditEvent, Entity, Memory, MemoryLink, Observation
+from tests.conftest import ApiClient
+
+pytestmark = pytest.mark.django_db
+B = {"bank_id": "user-alice"}
+
+
+def tool(client, name, **args):
+    response = client.post(f"/v1/agent/{name}", {**B, **args})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_memory_add_maps_types_and_dedups_by_hash(api):
+    first = tool(api, "memory_add", content="User prefers dark mode and TypeScript.", type="semantic",
+                 tags=["preference", "ui"])
+    again = tool(api, "memory_add", content="User prefers dark mode and TypeScript.", type="semantic")
+    assert again["traceId"] == first["traceId"] and again["deduplicated"] is True
+    memory = Memory.objects.get(memory_id=first["traceId"])
+    assert (memory.fact_type, memory.memory_layer, memory.metadata["scope"]) == ("world", "semantic", "user")
+    episodic = tool(api, "memory_add", content="We discussed the release plan today.")
+    assert Memory.objects.get(memory_id=episodic["traceId"]).fact_type == "experience"
+    bad = api.post("/v1/agent/memory_add", {**B, "content": "x", "type": "dream"})
+    assert bad.status_code == 400 and "type" in bad.json()["detail"]
+
+
+def test_update_rehashes_and_reembeds(api):
+    trace = tool(api, "memory_add", content="User uses VS Code.")["traceId"]
+    before = Memory.objects.get(memory_id=trace)
+    assert tool(api, "memory_update", traceId=trace, content="User uses Cursor.", tags=["editor"]) == {
+        "updated": True}
+    after = Memory.objects.get(memory_id=trace)
+    assert after.content_hash != before.content_hash and after.tags == ["editor"]
+    assert list(after.embedding) != list(before.embedding)
+    assert tool(api, "memory_update", traceId="nope", content="x") == {"updated": False}
+
+
+def test_delete_is_soft_and_out_of_search(api):
+    trace = tool(api, "memory_add", content="Deploys happen on Friday afternoons.")["traceId"]
+    assert tool(api, "memory_search", query="deploys friday")["results"][0]["id"] == trace
+    assert tool(api, "memory_delete", traceId=trace) == {"deleted": True}
+    assert tool(api, "memory_search", query="deploys friday")["results"] == []
+    assert Memory.objects.get(memory_id=trace).forgotten_at is not None  # kept for audit
+    assert tool(api, "memory_delete", traceId=trace) == {"deleted": False}
+
+
+def test_merge_keeps_provenance_and_repoints_entities(api):
+    a = tool(api, "memory_add", content="Alice Smith deploys with Docker Compose.", tags=["deploy"])["traceId"]
+    b = tool(api, "memory_add", content="Alice Smith prefers blue-green deploys.", tags=["strategy"])["traceId"]
+    tool(api, "memory_create_observation", text="Alice cares about deploys.", source_ids=[b])
+    merged = tool(api, "memory_merge", traceIds=[a, b],
+                  content="Alice's deploy preferences: Docker Compose, blue-green.")
+    assert merged == {"mergedTraceId": a, "sourcesDeleted": 1}
+    survivor, source = Memory.objects.get(memory_id=a), Memory.objects.get(memory_id=b)
+    assert survivor.text == "Alice's deploy preferences: Docker Compose, blue-green."
+    assert survivor.tags == ["deploy", "strategy"] and survivor.metadata["merged_from"] == [b]
+    assert source.archived_at is not None and source.merged_into_id == survivor.pk
+    assert MemoryLink.objects.get(source=source).link_type == "merged_into"
+    assert Entity.objects.get(name="Alice Smith").memories.filter(pk=survivor.pk).exists()
+    assert Observation.objects.get().evidence.filter(memory_ref=a).exists()
+    assert AuditEvent.objects.filter(action="memory.merge").count() == 1
+    assert api.post("/v1/agent/memory_merge", {**B, "traceIds": [a]}).status_code == 400
+
+
+def test_search_filters_type_scope_and_limit(api):
+    for i in range(3):
+        tool(api, "memory_add", content=f"Deployment note number {i} for the team", type="procedural",
+             scope="organization")
+    tool(api, "memory_add", content="Deployment went badly yesterday", type="episodic", scope="thread")
+    results = tool(api, "memory_search", query="deployment", type="procedural", limit=2)["results"]
+    assert len(results) == 2 and all(r["type"] == "procedural" for r in results)
+    assert set(results[0]) == {"id", "content", "type", "scope", "strength", "tags"}
+    scoped = tool(api, "memory_search", query="deployment", scope="thread")["results"]
+    assert [r["content"] for r in scoped] == ["Deployment went badly yesterday"]
+
+
+def test_reflect_consolidates_and_reports(api, bank):
+    bank.dedup_threshold = 0.9
+    bank.save()
+    tool(api, "memory_add", content="Alice drinks green tea every morning at seven.")
+    tool(api, "memory_add", content="Alice drinks green tea every morning at seven!")
+    tool(api, "memory_add", content="ok")
+    result = tool(api, "memory_reflect")
+    assert result["pruned"] == 1 and result["merged"] == 1
+    assert {"pruned", "merged", "derived", "compacted", "durationMs"} <= set(result)
+
+
+def test_astrocyte_tools_over_rest(api):
+    retained = tool(api, "memory_retain", content="Alice likes jazz.", tags=["music"])
+    assert retained["stored"] is True
+    assert tool(api, "memory_recall", query="jazz")["hits"][0]["memory_id"] == retained["memory_id"]
+    assert "jazz" in tool(api, "memory_reflect", query="What does Alice like?")["answer"]
+    directive = tool(api, "memory_create_directive", rule_text="Answer briefly.")
+    assert directive["kind"] == "directive" and directive["revision"] == 1
+    made = tool(api, "memory_create_mental_model", model_id="m", title="M", content="## A\n\nx")
+    assert made == {"model_id": "m", "revision": 1, "kind": "general", "title": "M"}
+    updated = tool(api, "memory_update_mental_model", model_id="m",
+                   operations=[{"op": "rename_section", "section_id": "a", "new_heading": "B"}])
+    assert updated["changed"] is True and updated["revision"] == 2
+    listed = tool(api, "memory_list_mental_models")["models"]
+    assert {m["model_id"] for m in listed} >= {"m"} and "source_count" in listed[0]
+    obs = tool(api, "memory_create_observation", text="Jazz fan.", source_ids=[retained["memory_id"]])
+    oid = obs["observation"]["id"]
+    assert tool(api, "memory_get_observation", observation_id=oid)["observation"]["trend"] == "new"
+    assert [o["id"] for o in tool(api, "memory_list_observations")["observations"]] == [oid]
+    assert tool(api, "memory_delete_observation", observation_id=oid) == {"deleted": True}
+    assert tool(api, "memory_delete_mental_model", model_id="m") == {"deleted": True}
+    assert tool(api, "memory_forget", memory_ids=[retained["memory_id"]])["deleted_count"] == 1
+
+
+ARGS = {
+    "memory_retain": {"content": "x y z"}, "memory_recall": {"query": "x"}, "memory_reflect": {"query": "x"},
+    "memory_forget": {"memory_ids": ["x"]}, "memory_create_directive": {"rule_text": "Be kind."},
+    "memory_list_observations": {}, "memory_get_observation": {"observation_id": "x"},
+    "memory_create_observation": {"text": "x"}, "memory_delete_observation": {"observation_id": "x"},
+    "memory_list_mental_models": {}, "memory_create_mental_model": {"model_id": "m", "title": "t", "content": "c"},
+    "memory_update_mental_model": {"model_id": "nope", "operations": []},
+    "memory_delete_mental_model": {"model_id": "x"}, "memory_add": {"content": "abc"},
+    "memory_update": {"traceId": "x"}, "memory_delete": {"traceId": "x"},
+    "memory_merge": {"traceIds": ["a", "b"]}, "memory_search": {"query": "x"},
+}
+
+
+def test_every_tool_has_a_permission_case():
+    assert set(ARGS) == set(TOOLS)
+
+
+@pytest.mark.parametrize("name", sorted(ARGS))
+def test_every_tool_enforces_its_permission(bank, make_token, name):
+    permission = TOOLS[name].permission
+    assert ApiClient().post(f"/v1/agent/{name}", {**B, **ARGS[name]}).status_code == 401
+    others = [p for p in ("read", "write", "forget", "admin") if p != permission]
+    denied = ApiClient(make_token({"user-alice": others})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
+    assert denied.status_code == 403, denied.content
+    other_bank = ApiClient(make_token({"user-bob": ["*"]})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
+    assert other_bank.status_code == 403
+    allowed = ApiClient(make_token({"user-alice": [permission]})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
+    assert allowed.status_code in (200, 404), allowed.content
+
+
+def test_reflect_without_a_query_is_a_write(bank, make_token):
+    reader = ApiClient(make_token({"user-alice": ["read"]}))
+    assert reader.post("/v1/agent/memory_reflect", B).status_code == 403
+    writer = ApiClient(make_token({"user-alice": ["write"]}))
+    assert writer.post("/v1/agent/memory_reflect", B).status_code == 200
+
+
+def test_tool_list(api):
+    names = {t["name"] for t in api.get("/v1/agent/tools").json()["tools"]}
+    assert {"memory_add", "memory_update", "memory_delete", "memory_merge", "memory_search", "memory_reflect",
+            "memory_create_directive", "memory_list_observations"} <= names
