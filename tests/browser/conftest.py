@@ -24,8 +24,10 @@ def chromium_path() -> str:
     raise RuntimeError("Chromium is not installed: `make test` installs Debian's chromium package.")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    # Module scope: Playwright's sync API keeps an event loop running in this thread while it is
+    # open, and later tests that start their own loop (asyncio.run) must not find it.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
