@@ -32,7 +32,26 @@ def _read_ama(path: Path, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, *
     return header, records()
 
 
-READERS: dict[str, Reader] = {"ama": _read_ama}
+def _lazy(module: str, name: str) -> Reader:
+    def read(path: Path, **options: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+        import importlib
+
+        return getattr(importlib.import_module(f"portability.formats.{module}"), name)(path, **options)
+
+    return read
+
+
+READERS: dict[str, Reader] = {
+    "ama": _read_ama,
+    "amplihack": _lazy("amplihack", "read_amplihack"),
+    "agentos_json": _lazy("agentos", "read_agentos_json"),
+    "agentos_ndjson": _lazy("agentos", "read_agentos_ndjson"),
+    "sqlite": _lazy("agentos", "read_agentos_sqlite"),
+    "markdown": _lazy("markdown", "read_markdown"),
+    "obsidian": _lazy("markdown", "read_obsidian"),
+    "chatgpt": _lazy("chatgpt", "read_chatgpt"),
+    "csv": _lazy("csv_format", "read_csv"),
+}
 
 
 def register_reader(name: str, reader: Reader) -> None:

@@ -156,3 +156,27 @@ def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, 
                                             include_entities=include_entities), ensure_ascii=False,
                              default=str) + "\n"
     audit_record(actor=actor, action="bank.download", bank=bank, details={"memory_count": memories + observations})
+
+
+WRITERS = ("ama", "csv", "markdown", "amplihack")
+
+
+def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_embeddings: bool = False
+                      ) -> ExportReport:
+    """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON)."""
+    if fmt == "ama":
+        return archive_export(bank=bank, dest=dest, actor=actor, include_embeddings=include_embeddings)
+    from portability.formats.amplihack import write_amplihack
+    from portability.formats.csv_format import write_csv
+    from portability.formats.markdown import write_markdown
+
+    writers = {"csv": write_csv, "markdown": write_markdown, "amplihack": write_amplihack}
+    if fmt not in writers:
+        raise ValueError(f"cannot export as {fmt!r}; use one of: {', '.join(WRITERS)}")
+    header = ArchiveHeader(format=fmt, bank_id=bank.bank_id, provider="memoryhub")
+    with _snapshot():
+        count = writers[fmt](dest, header, _records(bank, include_embeddings=False, include_entities=True,
+                                                    include_observations=fmt == "csv", include_archived=False))
+    audit_record(actor=actor, action="bank.export", bank=bank, details={"path": str(dest), "format": fmt,
+                                                                       "exported_count": count})
+    return ExportReport(bank_id=bank.bank_id, path=str(dest), exported_count=count, memories=count, observations=0)

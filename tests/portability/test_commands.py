@@ -50,3 +50,20 @@ def test_migrate_between_banks_in_one_step(bank):
     copy = Memory.objects.get(bank__bank_id="user-alice-2")
     assert (copy.text, copy.tags, copy.fact_type) == ("Alice likes jazz.", ["music"], "experience")
     assert copy.memory_id == Memory.objects.get(bank=bank).memory_id
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "amplihack"])
+def test_export_in_other_formats_reads_back(bank, make_bank, tmp_path, fmt):
+    from portability.formats.registry import open_archive
+    from portability.services import archive_import
+
+    memory_retain(bank=bank, text="Alice likes jazz.", actor="test", tags=["music"])
+    memory_retain(bank=bank, text="Bob runs marathons.", actor="test")
+    target = tmp_path / f"out.{fmt}"
+    out = run("memory_export", "--bank", "user-alice", "--output", str(target), "--format", fmt)
+    assert f"exported 2 as {fmt}" in out
+    copy = make_bank("copy")
+    report = archive_import(bank=copy, records=open_archive(target, fmt)[2], actor="test")
+    assert report.imported == 2
+    assert set(Memory.objects.filter(bank=copy).values_list("text", flat=True)) == {"Alice likes jazz.",
+                                                                                   "Bob runs marathons."}

@@ -1,0 +1,159 @@
+"""AgentOS: the real JSON export (raw rows: snake_case, JSON-encoded string columns, epoch ms,
+base64 Float32 embeddings), the documented camelCase trace shape, NDJSON of either, and the
+AgentOS SQLite brain. Deleted traces are skipped and reported; conversations become exchanges."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from portability.formats.common import bounded_lines, parse_time
+from portability.records import ArchiveHeader, EntityRecord, MemoryRecord, RecordError
+
+FACT_TYPES = {"episodic": "experience"}  # semantic, procedural, prospective, relational → world
+
+
+def _json_field(value: Any, default: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else default
+        except ValueError:
+            return default
+    return default if value is None else value
+
+
+def _embedding(value: Any) -> list[float] | None:
+    if isinstance(value, list):
+        return [float(x) for x in value]
+    if isinstance(value, str) and value:
+        raw = base64.b64decode(value)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw[: len(raw) // 4 * 4]))
+    return None
+
+
+def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordError:
+    content = row.get("content")
+    if not isinstance(content, str) or not content.strip():
+        return RecordError(position, "trace has no content")
+    if row.get("deleted") in (1, True, "1"):
+        return RecordError(position, f"trace {row.get('id')} is deleted in the source; not imported")
+    kind = str(row.get("type") or "episodic")
+    tags = _json_field(row.get("tags"), [])
+    metadata = _json_field(row.get("metadata"), {})
+    if not isinstance(tags, list) or not isinstance(metadata, dict):
+        return RecordError(position, "tags must be a list and metadata an object")
+    entities = [EntityRecord(name=str(n), entity_type="unknown") for n in metadata.get("entities") or []
+                if isinstance(n, str)]
+    source = metadata.get("source")
+    extra = {k: v for k, v in row.items() if k not in {"id", "content", "tags", "metadata", "embedding", "type",
+                                                         "scope", "created_at", "createdAt", "brain_id"}}
+    try:
+        embedding = _embedding(row.get("embedding"))
+    except (ValueError, struct.error):
+        return RecordError(position, "embedding is not base64 Float32 data")
+    created = parse_time(row.get("created_at", row.get("createdAt")))
+    return MemoryRecord(
+        text=content.strip(), memory_id=str(row["id"]) if row.get("id") else None,
+        fact_type=FACT_TYPES.get(kind, "world"), tags=[str(t).strip() for t in tags if str(t).strip()],
+        metadata={"agentos": {"type": kind, "scope": row.get("scope") or "user",
+                              "metadata": {k: v for k, v in metadata.items() if k != "import_hash"}, **extra}},
+        created_at=created, occurred_at=created if kind == "episodic" else None,
+        source=f"agentos:{source}" if isinstance(source, str) and source else None, memory_layer=kind,
+        entities=entities, embedding=embedding, embedding_model="agentos" if embedding else None,
+        position=position,
+    )
+
+
+def _exchanges(conversations: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Iterator[MemoryRecord]:
+    by_conversation: dict[str, list[dict[str, Any]]] = {}
+    for message in messages:
+        by_conversation.setdefault(str(message.get("conversation_id")), []).append(message)
+    for conversation in conversations:
+        thread = sorted(by_conversation.get(str(conversation.get("id")), []), key=lambda m: m.get("created_at") or 0)
+        for i, message in enumerate(thread):
+            if message.get("role") != "user":
+                continue
+            answers = []
+            for follow in thread[i + 1:]:
+                if follow.get("role") == "user":
+                    break
+                if follow.get("role") == "assistant":
+                    answers.append(str(follow.get("content") or ""))
+            text = f"[user]: {message.get('content', '')}" + (f"\n[assistant]: {chr(10).join(answers)}" if answers
+                                                               else "")
+            when = parse_time(message.get("created_at"))
+            yield MemoryRecord(text=text, memory_id=str(message.get("id")), fact_type="experience",
+                               tags=["conversation"], occurred_at=when, created_at=when,
+                               source=f"agentos:conversation:{conversation.get('id')}",
+                               metadata={"agentos": {"conversation_id": conversation.get("id"),
+                                                     "title": conversation.get("title")}},
+                               position=f"messages/{message.get('id')}")
+
+
+def read_agentos_json(path: Path, *, max_bytes: int = 500 * 1024 * 1024, **_: Any
+                      ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    if path.stat().st_size > max_bytes:
+        raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit for JSON documents")
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
+    if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
+        raise ValueError('not an AgentOS export: missing top-level "traces" array')
+    meta = data.get("meta") or {}
+    header = ArchiveHeader(format="agentos_json", bank_id=None, exported_at=str(meta.get("exported_at") or ""),
+                           provider="agentos", memory_count=len(data["traces"]),
+                           extra={"meta": meta, "nodes": len(data.get("nodes") or []),
+                                  "edges": len(data.get("edges") or [])})
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        for i, row in enumerate(data["traces"]):
+            yield trace_record(row, f"traces[{i}]") if isinstance(row, dict) else RecordError(
+                f"traces[{i}]", "trace is not an object")
+        yield from _exchanges(data.get("conversations") or [], data.get("messages") or [])
+
+    return header, records()
+
+
+def read_agentos_ndjson(path: Path, *, max_line_bytes: int = 10 * 1024 * 1024, **_: Any
+                        ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        with path.open("rb") as fp:
+            for number, raw in bounded_lines(fp, max_line_bytes):
+                if raw is None:
+                    yield RecordError(number, f"line longer than {max_line_bytes} bytes")
+                    continue
+                text = raw.decode("utf-8-sig", errors="replace").strip()
+                if not text:
+                    continue
+                try:
+                    row = json.loads(text)
+                except ValueError as exc:
+                    yield RecordError(number, f"invalid JSON: {exc}")
+                    continue
+                yield trace_record(row, number) if isinstance(row, dict) else RecordError(number, "not an object")
+
+    return ArchiveHeader(format="agentos_ndjson", provider="agentos"), records()
+
+
+def read_agentos_sqlite(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    # Read-only: opening a missing or writable path must never create or change anything.
+    uri = f"file:{path}?mode=ro"
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        connection = sqlite3.connect(uri, uri=True)
+        connection.row_factory = sqlite3.Row
+        try:
+            for i, row in enumerate(connection.execute("SELECT * FROM memory_traces")):
+                data = dict(row)
+                if isinstance(data.get("embedding"), bytes):
+                    data["embedding"] = base64.b64encode(data["embedding"]).decode()
+                yield trace_record(data, f"memory_traces[{i}]")
+        except sqlite3.DatabaseError as exc:
+            yield RecordError("memory_traces", f"not an AgentOS brain: {exc}")
+        finally:
+            connection.close()
+
+    return ArchiveHeader(format="sqlite", provider="agentos"), records()

@@ -1,0 +1,104 @@
+"""amplihack hierarchical JSON (format 1.1): semantic and episodic nodes become memories; the four
+edge kinds become memory links, so a round trip restores them. The caller chooses the bank."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from portability.formats.ama import atomic_write
+from portability.formats.common import parse_time
+from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
+
+MAX_BYTES = 500 * 1024 * 1024
+EDGE_KINDS = ("similar_to", "derives_from", "supersedes", "transitioned_to")
+
+
+def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
+                   ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    # The size is checked on the open file, before anything is parsed.
+    with path.open("rb") as fp:
+        import os
+
+        size = os.fstat(fp.fileno()).st_size
+        if size > max_bytes:
+            raise ValueError(f"{path.name} is {size} bytes; amplihack archives are capped at {max_bytes}")
+        data = json.loads(fp.read().decode("utf-8-sig"))
+    if not isinstance(data, dict) or str(data.get("format_version", "")) != "1.1":
+        raise ValueError("not an amplihack hierarchical export (format_version 1.1)")
+    agent = str(data.get("agent_name") or "")
+    links: dict[str, list[LinkRecord]] = {}
+    for kind in EDGE_KINDS:
+        for edge in data.get(f"{kind}_edges") or []:
+            if isinstance(edge, dict) and edge.get("source_id") and edge.get("target_id"):
+                meta = {k: v for k, v in edge.items() if k not in {"source_id", "target_id"}}
+                confidence = edge.get("weight", edge.get("confidence", 1.0))
+                links.setdefault(str(edge["source_id"]), []).append(LinkRecord(
+                    target_id=str(edge["target_id"]), link_type=kind,
+                    confidence=float(confidence) if isinstance(confidence, int | float) else 1.0, metadata=meta))
+    header = ArchiveHeader(format="amplihack", exported_at=str(data.get("exported_at") or ""), provider="amplihack",
+                           memory_count=len(data.get("semantic_nodes") or []) + len(data.get("episodic_nodes") or []),
+                           extra={"agent_name": agent, "statistics": data.get("statistics")})
+
+    def node(item: Any, kind: str, position: str) -> MemoryRecord | RecordError:
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item.get("memory_id"):
+            return RecordError(position, "node needs memory_id and content")
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        category = meta.get("category") or kind
+        fact = "experience" if kind == "episodic" or category == "episodic" else "world"
+        keep = {k: v for k, v in item.items() if k not in {"memory_id", "content", "tags", "created_at",
+                                                            "entity_name", "metadata"}}
+        return MemoryRecord(
+            text=item["content"], memory_id=str(item["memory_id"]), fact_type=fact,
+            tags=[str(t) for t in item.get("tags") or []],
+            metadata={"amplihack": {"node_kind": kind, "category": category, "metadata": item.get("metadata"),
+                                    **keep}},
+            created_at=parse_time(item.get("created_at")), occurred_at=parse_time(meta.get("source_date")),
+            source=f"amplihack:{item.get('source_label') or agent}",
+            entities=[EntityRecord(name=item["entity_name"], entity_type="unknown")] if item.get("entity_name")
+            else [],
+            links=links.get(str(item["memory_id"]), []), position=position,
+        )
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        for kind in ("semantic", "episodic"):
+            for i, item in enumerate(data.get(f"{kind}_nodes") or []):
+                yield node(item, kind, f"{kind}_nodes[{i}]")
+
+    return header, records()
+
+
+def write_amplihack(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
+    semantic, episodic = [], []
+    edges: dict[str, list[dict[str, Any]]] = {k: [] for k in EDGE_KINDS}
+    for record in records:
+        source = (record.metadata or {}).get("amplihack") or {}
+        created = (record.created_at.replace(tzinfo=None).isoformat() if record.created_at else "")
+        if source.get("node_kind") == "episodic":
+            episodic.append({"memory_id": record.memory_id, "content": record.text,
+                             "source_label": source.get("source_label", ""), "tags": record.tags,
+                             "metadata": source.get("metadata") or {}, "created_at": created})
+        else:
+            semantic.append({"memory_id": record.memory_id, "concept": source.get("concept") or
+                             (record.tags[0] if record.tags else ""), "content": record.text,
+                             "confidence": source.get("confidence", 0.8), "source_id": source.get("source_id", ""),
+                             "tags": record.tags, "metadata": {**(source.get("metadata") or {}),
+                                                               "category": source.get("category", "semantic"),
+                                                               "memoryhub_fact_type": record.fact_type},
+                             "created_at": created,
+                             "entity_name": record.entities[0].name if record.entities else ""})
+        for link in record.links:
+            if link.link_type in edges:
+                edges[link.link_type].append({"source_id": record.memory_id, "target_id": link.target_id,
+                                              **link.metadata})
+    data = {"agent_name": str(header.extra.get("agent_name") or header.bank_id or "memoryhub"),
+            "exported_at": str(int(time.time())), "format_version": "1.1", "semantic_nodes": semantic,
+            "episodic_nodes": episodic, **{f"{k}_edges": v for k, v in edges.items()},
+            "statistics": {"semantic_node_count": len(semantic), "episodic_node_count": len(episodic),
+                           **{f"{k}_edge_count": len(v) for k, v in edges.items()}}}
+    with atomic_write(path) as fp:
+        json.dump(data, fp, ensure_ascii=False, indent=2)
+    return len(semantic) + len(episodic)

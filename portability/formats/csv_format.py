@@ -1,0 +1,98 @@
+"""CSV: a header row with a required ``content`` column. Tags as a JSON array, a pipe list or a comma
+list; ``created_at`` as ISO or epoch; other columns are kept in metadata, not dropped."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from portability.formats.common import iso, parse_time
+from portability.records import ArchiveHeader, MemoryRecord, RecordError
+
+KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type"}
+TYPE_TO_FACT = {"episodic": "experience"}
+
+
+def _tags(raw: str) -> list[str]:
+    raw = (raw or "").strip()
+    if not raw:
+        return []
+    if raw.startswith("["):
+        try:
+            value = json.loads(raw)
+            if isinstance(value, list):
+                return [str(t).strip() for t in value if str(t).strip()]
+        except ValueError:
+            pass
+    parts = raw.split("|") if "|" in raw else raw.split(",")
+    return [p.strip() for p in parts if p.strip()]
+
+
+def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    with path.open(newline="", encoding="utf-8-sig") as fp:
+        header_row = next(csv.reader(fp), None)
+    columns = [c.strip().lower() for c in header_row or []]
+    if "content" not in columns:
+        raise ValueError('CSV has no "content" column (the header row must name one)')
+
+    def records() -> Iterator[MemoryRecord | RecordError]:
+        with path.open(newline="", encoding="utf-8-sig") as fp:
+            reader = csv.reader(fp)
+            next(reader, None)
+            for row in reader:
+                line = reader.line_num
+                if not any(cell.strip() for cell in row):
+                    continue
+                cells = {columns[i]: value for i, value in enumerate(row) if i < len(columns)}
+                content = (cells.get("content") or "").strip()
+                if not content:
+                    yield RecordError(line, "empty content")
+                    continue
+                metadata: dict[str, Any] = {}
+                if (cells.get("metadata") or "").strip():
+                    try:
+                        metadata = json.loads(cells["metadata"])
+                    except ValueError as exc:
+                        yield RecordError(line, f"metadata is not valid JSON: {exc.msg}")
+                        continue
+                    if not isinstance(metadata, dict):
+                        yield RecordError(line, "metadata must be a JSON object")
+                        continue
+                extra = {k: v for k, v in cells.items() if k not in KNOWN and v.strip()}
+                if extra:
+                    metadata["csv"] = extra
+                kind = (cells.get("type") or "").strip()
+                if kind:
+                    metadata.setdefault("agentos", {})["type"] = kind
+                if (cells.get("scope") or "").strip():
+                    metadata.setdefault("agentos", {})["scope"] = cells["scope"].strip()
+                raw_time = cells.get("created_at") or cells.get("createdat") or ""
+                created = parse_time(raw_time.strip()) if raw_time.strip() else None
+                if raw_time.strip() and created is None:
+                    metadata["_import_unparsed_created_at"] = raw_time
+                yield MemoryRecord(
+                    text=content, memory_id=(cells.get("id") or "").strip() or None,
+                    fact_type=(cells.get("fact_type") or "").strip() or TYPE_TO_FACT.get(kind, "world" if kind else None),
+                    tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created,
+                    source=(cells.get("source") or "").strip() or None, position=line,
+                )
+
+    return ArchiveHeader(format="csv"), records()
+
+
+def write_csv(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
+    from portability.formats.ama import atomic_write
+
+    count = 0
+    with atomic_write(path) as fp:
+        writer = csv.writer(fp)
+        writer.writerow(["id", "content", "fact_type", "tags", "created_at", "source", "metadata"])
+        for record in records:
+            writer.writerow([record.memory_id, record.text, record.fact_type or "", json.dumps(record.tags,
+                             ensure_ascii=False), iso(record.created_at) or "", record.source or "",
+                             json.dumps(record.metadata, ensure_ascii=False, default=str) if record.metadata else ""])
+            count += 1
+    return count
