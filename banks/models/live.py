@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from pgvector.django import VectorField
 
 from banks.models.banks import Bank
-from banks.models.memories import Memory
+from banks.models.memories import EmbeddedText, Memory
 
 
 class ObservationQuerySet(models.QuerySet["Observation"]):
@@ -17,7 +15,7 @@ class ObservationQuerySet(models.QuerySet["Observation"]):
         return self.filter(deleted_at__isnull=True, invalidated_at__isnull=True)
 
 
-class Observation(models.Model):
+class Observation(EmbeddedText):
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="observations")
     observation_id = models.CharField(max_length=64)
     text = models.TextField()
@@ -31,14 +29,6 @@ class Observation(models.Model):
     invalidated_reason = models.CharField(max_length=500, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_by = models.CharField(max_length=200, blank=True)
-    embedding = VectorField(null=True, blank=True)
-    embedding_model = models.CharField(max_length=200, blank=True)
-    embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
-    search_vector = models.GeneratedField(
-        expression=SearchVector("text", config="english"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
     memories = models.ManyToManyField(Memory, through="ObservationEvidence", related_name="observations")
 
     objects = ObservationQuerySet.as_manager()

@@ -13,6 +13,22 @@ from banks.models.banks import Bank
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
 
+class EmbeddedText(models.Model):
+    """A ``text`` with its embedding (any size; see banks.vectors) and a generated full-text vector."""
+
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        abstract = True
+
+
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def for_bank(self, bank: Bank) -> MemoryQuerySet:
         return self.filter(bank=bank)
@@ -22,7 +38,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(archived_at__isnull=True, forgotten_at__isnull=True)
 
 
-class Memory(models.Model):
+class Memory(EmbeddedText):
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories")
     memory_id = models.CharField(max_length=255)
     text = models.TextField()
@@ -37,14 +53,6 @@ class Memory(models.Model):
     source = models.CharField(max_length=2048, null=True, blank=True)  # noqa: DJ001  (null = "no source")
     pii = models.BooleanField(default=False)
     content_hash = models.CharField(max_length=64)
-    embedding = VectorField(null=True, blank=True)
-    embedding_model = models.CharField(max_length=200, blank=True)
-    embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
-    search_vector = models.GeneratedField(
-        expression=SearchVector("text", config="english"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
     archived_at = models.DateTimeField(null=True, blank=True)
     forgotten_at = models.DateTimeField(null=True, blank=True)
     merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
