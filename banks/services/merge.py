@@ -55,3 +55,19 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         audit_record(actor=actor, action="memory.merge", bank=bank, target_ids=ids, reason=reason,
                      details={"survivor": survivor.memory_id, "merged": [o.memory_id for o in others]})
     return survivor
+
+
+def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str) -> int:
+    """Mark memories as "not duplicates of each other" so review stops proposing them."""
+    ids = list(dict.fromkeys(memory_ids or []))
+    if len(ids) < 2:
+        raise InvalidInput("give at least two memory ids", field="memory_ids")
+    rows = list(Memory.objects.filter(bank=bank, memory_id__in=ids))
+    with transaction.atomic():
+        for memory in rows:
+            metadata = dict(memory.metadata or {})
+            metadata["_not_duplicate_of"] = sorted(set(metadata.get("_not_duplicate_of", [])) |
+                                                   (set(ids) - {memory.memory_id}))
+            Memory.objects.filter(pk=memory.pk).update(metadata=metadata)
+        audit_record(actor=actor, action="memory.not_duplicates", bank=bank, target_ids=ids)
+    return len(rows)

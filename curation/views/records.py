@@ -145,3 +145,58 @@ def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
     token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""))
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("curation:tokens")
+
+
+@login_required
+@require_POST
+def graph_link(request: HttpRequest, bank_id: str) -> HttpResponse:
+    from banks.services.graph import entity_link_create, entity_link_delete
+
+    bank = operator_bank(request, bank_id, "write")
+    focus = request.POST.get("entity_a", "")
+    try:
+        if request.POST.get("action") == "unlink":
+            entity_link_delete(bank=bank, link_id=int(request.POST.get("link_id", "0") or 0), actor=actor(request))
+            messages.success(request, "Link removed.")
+        else:
+            entity_link_create(bank=bank, entity_a=focus, entity_b=request.POST.get("entity_b", ""),
+                               link_type=request.POST.get("link_type", ""), actor=actor(request),
+                               evidence=request.POST.get("evidence", ""))
+            messages.success(request, "Linked.")
+    except (MemoryHubError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", "Bad link."))
+    return redirect(f"{request.path.rsplit('/link', 1)[0]}/?entity={focus}")
+
+
+@login_required
+def duplicates(request: HttpRequest, bank_id: str) -> HttpResponse:
+    from banks.selectors.duplicates import duplicate_clusters
+
+    bank = operator_bank(request, bank_id)
+    try:
+        threshold = float(request.GET.get("threshold") or max(0.5, bank.dedup_threshold - 0.1))
+    except ValueError:
+        threshold = bank.dedup_threshold
+    clusters = duplicate_clusters(bank=bank, threshold=threshold)
+    return render(request, "curation/duplicates.html", {"bank": bank, "clusters": clusters, "threshold": threshold,
+                                                        "tab": "duplicates",
+                                                        "can_write": operator(request).can(bank_id, "write")})
+
+
+@login_required
+@require_POST
+def duplicates_action(request: HttpRequest, bank_id: str) -> HttpResponse:
+    from banks.services.merge import duplicates_dismiss, memory_merge
+
+    bank = operator_bank(request, bank_id, "write")
+    ids = request.POST.getlist("ids")
+    try:
+        if request.POST.get("action") == "dismiss":
+            duplicates_dismiss(bank=bank, memory_ids=ids, actor=actor(request))
+            messages.success(request, "Dismissed: these will not be proposed together again.")
+        else:
+            survivor = memory_merge(bank=bank, memory_ids=ids, actor=actor(request), reason="near-duplicate review")
+            messages.success(request, f"Merged {len(ids) - 1} into {survivor.memory_id}.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect(f"{request.path.rsplit('/action', 1)[0]}/?threshold={request.POST.get('threshold', '')}")

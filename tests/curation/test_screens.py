@@ -199,3 +199,38 @@ def test_keyset_pagination_walks_every_memory_once(admin_client, bank):
         if not cursor:
             break
     assert len(seen) == len(set(seen)) == 120
+
+
+def test_near_duplicate_review_merges_and_dismisses(admin_client, bank, filled):
+    page = admin_client.get("/banks/user-alice/duplicates/?threshold=0.8").content.decode()
+    assert filled["a"].memory_id in page and filled["b"].memory_id in page
+    admin_client.post("/banks/user-alice/duplicates/action", {"action": "dismiss", "threshold": "0.8",
+                                                              "ids": [filled["a"].memory_id, filled["b"].memory_id]})
+    assert filled["b"].memory_id not in admin_client.get("/banks/user-alice/duplicates/?threshold=0.8"
+                                                         ).content.decode()
+    c = memory_retain(bank=bank, text="Bob repairs old bicycles.", actor="test").memory
+    page = admin_client.get("/banks/user-alice/duplicates/?threshold=0.7").content.decode()
+    assert c.memory_id in page
+    bob = Memory.objects.get(text="Bob repairs bicycles.")
+    admin_client.post("/banks/user-alice/duplicates/action", {"action": "merge", "ids": [bob.memory_id,
+                                                                                        c.memory_id]})
+    c.refresh_from_db()
+    assert c.archived_at is not None and c.merged_into_id == bob.pk
+
+
+def test_graph_alias_link_and_unlink(admin_client, bank):
+    from banks.models import Entity, EntityLink
+
+    memory_retain(bank=bank, text="Alice Smith met Alice Johnson.", actor="test")
+    a, b = Entity.objects.get(name="Alice Smith"), Entity.objects.get(name="Alice Johnson")
+    admin_client.post("/banks/user-alice/graph/link", {"entity_a": b.entity_id, "entity_b": a.entity_id,
+                                                       "link_type": "alias_of"})
+    link = EntityLink.objects.get()
+    a.refresh_from_db()
+    assert link.link_type == "alias_of" and "Alice Johnson" in a.aliases
+    page = admin_client.get(f"/banks/user-alice/graph/?entity={b.entity_id}").content.decode()
+    assert "alias_of" in page
+    admin_client.post("/banks/user-alice/graph/link", {"action": "unlink", "link_id": link.pk,
+                                                       "entity_a": b.entity_id})
+    a.refresh_from_db()
+    assert not EntityLink.objects.exists() and "Alice Johnson" not in a.aliases
