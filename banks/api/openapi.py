@@ -20,6 +20,7 @@ from banks.api import schemas_live as live
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] | None, str, str]] = {
     ("RetainApi", "post"): (core.RetainRequest, None, "write", "Store content into a bank"),
     ("RecallApi", "post"): (core.RecallRequest, None, "read", "Hybrid recall from one or several banks"),
+    ("DebugRecallApi", "post"): (core.RecallRequest, None, "read", "Recall trace and hit count only"),
     ("HistoryApi", "post"): (core.HistoryRequest, None, "read", "Recall as the bank was at a moment"),
     ("ForgetApi", "post"): (core.ForgetRequest, None, "forget",
                             "Forget by ids, tags, date or whole bank (admin for scope all and compliance)"),

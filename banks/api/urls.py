@@ -7,6 +7,7 @@ app_name = "v1"
 urlpatterns = [
     path("retain", views_core.RetainApi.as_view(), name="retain"),
     path("recall", views_core.RecallApi.as_view(), name="recall"),
+    path("debug/recall", views_core.DebugRecallApi.as_view(), name="debug-recall"),
     path("history", views_core.HistoryApi.as_view(), name="history"),
     path("forget", views_core.ForgetApi.as_view(), name="forget"),
     path("reflect", views_reflect.ReflectApi.as_view(), name="reflect"),

@@ -113,3 +113,17 @@ class HealthApi(APIView):
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3),
                 "last_check_at": timezone.now().isoformat()}
         return Response(body, status=200 if healthy else 503)
+
+
+class DebugRecallApi(BankApiView):
+    """Astrocyte's /v1/debug/recall: the trace and how many hits (Astrocyte's count is always 0; ours is real)."""
+
+    def post(self, request: Request) -> Response:
+        body = self.body(request, RecallRequest)
+        bank = self.bank(request, body.bank_id or (body.banks or [""])[0], "read")
+        filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
+                                as_of=body.as_of, layers=body.layers)
+        outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
+                              filters=filters, include_directives=body.include_directives,
+                              include_observations=body.include_observations)
+        return ok({"trace": render.recall_trace(outcome.trace), "result_count": len(outcome.hits)})

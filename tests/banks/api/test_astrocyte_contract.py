@@ -40,6 +40,10 @@ def test_seed_curl_calls(client):
     body = recall.json()
     assert RECALL_RESULT <= set(body) and MEMORY_HIT <= set(body["hits"][0]) and set(body["trace"]) == RECALL_TRACE
 
+    debug = client.post("/v1/debug/recall", {"query": "UI theme", "bank_id": "user-prefs"})
+    assert debug.status_code == 200 and set(debug.json()) == {"trace", "result_count"}
+    assert debug.json()["result_count"] == 1 and set(debug.json()["trace"]) == RECALL_TRACE
+
     multi = client.post("/v1/recall", {"query": "deployment issues last week",
                                        "banks": ["incidents", "runbooks", "team-notes"], "strategy": "parallel",
                                        "max_results": 20})

@@ -22,6 +22,7 @@ ROUTES = [
     ("post", "/v1/retain", {"content": "Alice likes jazz.", "bank_id": B}, "write"),
     ("post", "/v1/recall", {"query": "jazz", "bank_id": B}, "read"),
     ("post", "/v1/history", {"query": "jazz", "bank_id": B, "as_of": "2030-01-01T00:00:00Z"}, "read"),
+    ("post", "/v1/debug/recall", {"query": "jazz", "bank_id": B}, "read"),
     ("post", "/v1/forget", {"bank_id": B, "memory_ids": ["nope"]}, "forget"),
     ("post", "/v1/reflect", {"query": "jazz", "bank_id": B}, "read"),
     ("post", "/v1/audit", {"scope": "music", "bank_id": B}, "read"),
