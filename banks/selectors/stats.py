@@ -12,6 +12,9 @@ from banks.live.trends import compute_trend
 from banks.models import AuditEvent, Bank, Job, Memory, MentalModel, Observation
 from banks.selectors.memories import bounded_count
 
+OVERVIEW_COUNT_CAP = 100_000
+MIX_SAMPLE = 20_000
+
 
 def retained_per_day(bank_ids: list[int], days: int = 14) -> dict[int, list[int]]:
     since = (timezone.now() - timedelta(days=days - 1)).date()
@@ -47,11 +50,44 @@ def bank_cards(banks: list[Bank]) -> list[dict]:
     return cards
 
 
+OVERVIEW_CACHE_SECONDS = 60
+
+
 def bank_overview(bank: Bank) -> dict:
+    """The overview's numbers; the heavy ones are cached for a minute so a big bank's page stays quick."""
+    from django.core.cache import cache
+
+    key = f"memoryhub:overview:{bank.pk}"
+    heavy = cache.get(key)
+    if heavy is None:
+        heavy = _overview_numbers(bank)
+        cache.set(key, heavy, OVERVIEW_CACHE_SECONDS)
+    return {
+        **heavy,
+        "recent_events": AuditEvent.objects.filter(bank=bank).order_by("-created_at")[:10],
+        "jobs": Job.objects.filter(bank=bank).exclude(state__in=Job.FINISHED).order_by("-created_at")[:5],
+        "observations": Observation.objects.live().filter(bank=bank).count(),
+        "models": MentalModel.objects.live().models_only().filter(bank=bank).count(),
+        "directives": MentalModel.objects.live().directives().filter(bank=bank).count(),
+    }
+
+
+def _overview_numbers(bank: Bank) -> dict:
     live = Memory.objects.live().filter(bank=bank)
-    total, more = bounded_count(live, cap=1_000_000)
-    by_type = list(live.values("fact_type").annotate(n=Count("pk")).order_by("-n")[:20]) if not more else []
-    by_layer = list(live.values("memory_layer").annotate(n=Count("pk")).order_by("-n")[:20]) if not more else []
+    total, more = bounded_count(live, cap=OVERVIEW_COUNT_CAP)
+    # On a big bank the mix is measured on the latest memories: a fair picture, at a bounded cost.
+    types: dict[str, int] = {}
+    layers: dict[str | None, int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT fact_type, memory_layer, count(*) FROM (SELECT fact_type, memory_layer FROM banks_memory "
+            "WHERE bank_id = %s AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY retained_at DESC "
+            "LIMIT %s) latest GROUP BY 1, 2", [bank.pk, MIX_SAMPLE])
+        for fact_type, layer, n in cursor.fetchall():
+            types[fact_type] = types.get(fact_type, 0) + n
+            layers[layer] = layers.get(layer, 0) + n
+    by_type = [{"fact_type": k, "n": v} for k, v in sorted(types.items(), key=lambda kv: -kv[1])]
+    by_layer = [{"memory_layer": k, "n": v} for k, v in sorted(layers.items(), key=lambda kv: -kv[1])]
     with connection.cursor() as cursor:
         # The most recent 5000 memories are a fair sample for "top tags" on any bank size.
         cursor.execute(
@@ -69,11 +105,7 @@ def bank_overview(bank: Bank) -> dict:
         trends[trend] = trends.get(trend, 0) + 1
     per_day = retained_per_day([bank.pk], days=30)[bank.pk]
     return {
-        "total": total, "total_more": more, "by_type": by_type, "by_layer": by_layer, "top_tags": top_tags,
+        "total": total, "total_more": more, "mix_sampled": total >= MIX_SAMPLE, "mix_sample": MIX_SAMPLE,
+        "by_type": by_type, "by_layer": by_layer, "top_tags": top_tags,
         "top_entities": top_entities, "trends": trends, "per_day": per_day,
-        "recent_events": AuditEvent.objects.filter(bank=bank).order_by("-created_at")[:10],
-        "jobs": Job.objects.filter(bank=bank).exclude(state__in=Job.FINISHED).order_by("-created_at")[:5],
-        "observations": Observation.objects.live().filter(bank=bank).count(),
-        "models": MentalModel.objects.live().models_only().filter(bank=bank).count(),
-        "directives": MentalModel.objects.live().directives().filter(bank=bank).count(),
     }
