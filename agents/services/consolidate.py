@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connection
-from django.utils import timezone
 
 from banks.models import Bank, Memory
 from banks.services.audit import audit_record
 from banks.services.consolidation import observations_consolidate
-from banks.services.memories import nearest_live_memory
+from banks.services.memories import memories_archive, nearest_live_memory
 from banks.services.merge import memory_merge
 
 MIN_MEANINGFUL_CHARS = 3
@@ -47,8 +46,10 @@ def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) ->
         if not acquired:
             return {**counts, "durationMs": 0, "skipped": 1}
         live = Memory.objects.live().filter(bank=bank)
-        empty = [m.pk for m in live.only("pk", "text")[:MAX_SCANNED] if len(m.text.strip()) < MIN_MEANINGFUL_CHARS]
-        counts["pruned"] = Memory.objects.filter(pk__in=empty).update(archived_at=timezone.now())
+        empty = [m.memory_id for m in live.only("memory_id", "text")[:MAX_SCANNED]
+                 if len(m.text.strip()) < MIN_MEANINGFUL_CHARS]
+        counts["pruned"] = len(memories_archive(bank=bank, memory_ids=empty, actor=actor,
+                                                reason="consolidation: nothing left to say"))
         merged_away: set[int] = set()
         for memory in live.filter(embedding_dims__isnull=False).order_by("retained_at")[:MAX_SCANNED]:
             if memory.pk in merged_away:

@@ -16,6 +16,7 @@ from banks.content import content_hash
 from banks.models import Bank, Memory
 from banks.services.audit import audit_record
 from banks.services.forget import memory_forget
+from banks.services.memories import memories_archive, memories_restore
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
@@ -65,14 +66,14 @@ def bulk_apply(*, bank: Bank, rows: QuerySet[Memory], action: str, actor: str, t
                                                                updated_at=timezone.now())
                     outcome.touched += 1
             elif action == "archive":
-                outcome.touched += chunk.filter(archived_at__isnull=True).update(archived_at=timezone.now())
+                outcome.touched += len(memories_archive(bank=bank, memory_ids=memory_ids, actor=actor,
+                                                        reason=reason, action="memory.bulk_archive"))
+                continue  # memories_archive writes its own audit event
             elif action == "restore":
-                for memory in chunk.filter(archived_at__isnull=False).only("pk", "content_hash", "memory_id"):
-                    if Memory.objects.live().filter(bank=bank, content_hash=memory.content_hash).exists():
-                        outcome.skipped += 1
-                        continue
-                    Memory.objects.filter(pk=memory.pk).update(archived_at=None)
-                    outcome.touched += 1
+                restored, clashing = memories_restore(bank=bank, memory_ids=memory_ids, actor=actor, reason=reason)
+                outcome.touched += len(restored)
+                outcome.skipped += len(clashing)
+                continue
             elif action == "forget":
                 result = memory_forget(bank=bank, actor=actor, memory_ids=memory_ids, reason=reason,
                                        compliance=compliance)

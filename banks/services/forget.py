@@ -77,9 +77,12 @@ def memory_forget(
             Memory.objects.filter(bank=bank, memory_id__in=ids).delete()
             outcome.deleted_count = len(ids)
         elif archive:
-            live = selection.filter(archived_at__isnull=True, forgotten_at__isnull=True)
-            ids = list(live.values_list("memory_id", flat=True))
-            Memory.objects.filter(bank=bank, memory_id__in=ids).update(archived_at=now, updated_at=now)
+            # The one archive operation; this call writes its own audit event below, with the criteria.
+            from banks.services.memories import memories_archive
+
+            ids = memories_archive(bank=bank, actor=actor, audit=False, memory_ids=list(
+                selection.filter(archived_at__isnull=True, forgotten_at__isnull=True)
+                .values_list("memory_id", flat=True)))
             outcome.archived_count = len(ids)
         else:
             visible = selection.filter(forgotten_at__isnull=True)

@@ -261,26 +261,53 @@ def memory_update(
     return memory
 
 
+def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "",
+                     action: str = "memory.archive", audit: bool = True) -> list[str]:
+    """Archive the live ones among ``memory_ids``; returns those archived. One audit event, unless the
+    caller writes its own (``audit=False``)."""
+    now = timezone.now()
+    with transaction.atomic():
+        ids = list(Memory.objects.live().filter(bank=bank, memory_id__in=memory_ids)
+                   .values_list("memory_id", flat=True))
+        Memory.objects.filter(bank=bank, memory_id__in=ids).update(archived_at=now, updated_at=now)
+        if ids and audit:
+            audit_record(actor=actor, action=action, bank=bank, target_ids=ids, reason=reason)
+    return ids
+
+
+def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> tuple[list[str], list[str]]:
+    """Restore archived memories unless a live one already holds the same content.
+    Returns (restored ids, ids left archived because of such a clash)."""
+    restored: list[str] = []
+    clashing: list[str] = []
+    now = timezone.now()
+    with transaction.atomic():
+        rows = Memory.objects.filter(bank=bank, memory_id__in=memory_ids, archived_at__isnull=False,
+                                     forgotten_at__isnull=True).only("pk", "memory_id", "content_hash")
+        for memory in rows:
+            if Memory.objects.live().filter(bank=bank, content_hash=memory.content_hash).exists():
+                clashing.append(memory.memory_id)
+                continue
+            Memory.objects.filter(pk=memory.pk).update(archived_at=None, updated_at=now)
+            restored.append(memory.memory_id)
+        if restored:
+            audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
+    return restored, clashing
+
+
 def memory_archive(*, memory: Memory, actor: str, reason: str = "") -> Memory:
-    if memory.archived_at is None and memory.forgotten_at is None:
-        memory.archived_at = timezone.now()
-        with transaction.atomic():
-            memory.save(update_fields=["archived_at", "updated_at"])
-            audit_record(actor=actor, action="memory.archive", bank=memory.bank, target_ids=[memory.memory_id],
-                         reason=reason)
+    memories_archive(bank=memory.bank, memory_ids=[memory.memory_id], actor=actor, reason=reason)
+    memory.refresh_from_db()
     return memory
 
 
 def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
     if memory.archived_at is None:
         return memory
-    clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=memory.content_hash)
-             .values_list("memory_id", flat=True).first())
-    if clash:
+    _, clashing = memories_restore(bank=memory.bank, memory_ids=[memory.memory_id], actor=actor, reason=reason)
+    if clashing:
+        clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=memory.content_hash)
+                 .values_list("memory_id", flat=True).first())
         raise Conflict(f"Cannot restore: memory '{clash}' already holds the same content", duplicate_of=clash)
-    memory.archived_at = None
-    with transaction.atomic():
-        memory.save(update_fields=["archived_at", "updated_at"])
-        audit_record(actor=actor, action="memory.restore", bank=memory.bank, target_ids=[memory.memory_id],
-                     reason=reason)
+    memory.refresh_from_db()
     return memory
