@@ -47,7 +47,8 @@ class Memory(EmbeddedText):
     tags = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     occurred_at = models.DateTimeField(null=True, blank=True)
-    retained_at = models.DateTimeField(db_index=True)
+    # Indexed together with the bank (memory_bank_retained): every query that orders by it names a bank.
+    retained_at = models.DateTimeField()
     created_at = models.DateTimeField(help_text="when the source says the memory was created")
     updated_at = models.DateTimeField(auto_now=True)
     source = models.CharField(max_length=2048, null=True, blank=True)  # noqa: DJ001  (null = "no source")
