@@ -59,8 +59,12 @@ def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
 @require_POST
 def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
-    upload = request.FILES.get("archive")
     try:
+        # Refuse an oversized body from its declared length, before Django reads any of it.
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        if declared > settings.MEMORYHUB_MAX_UPLOAD_BYTES + 64 * 1024:
+            raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
+        upload = request.FILES.get("archive")
         if upload is None:
             raise MemoryHubError("Choose a file to upload.")
         if upload.size > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
