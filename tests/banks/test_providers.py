@@ -80,10 +80,8 @@ def test_openai_embedder_rejects_wrong_dimensions(server):
 def test_slow_provider_times_out_with_a_clear_error(server):
     FakeOpenAI.delay = 1.0
     embedder = OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=4, timeout=0.2)
-    started = time.monotonic()
     with pytest.raises(ProviderTimeout, match="did not answer within 0.2 s"):
         embedder.embed(["a"])
-    assert time.monotonic() - started < 0.9
 
 
 def test_provider_http_error_is_reported(server):
