@@ -25,6 +25,13 @@ chromium:
 test: $(STAMP) chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
+BENCH_MEMORIES ?= 100000
+bench: $(STAMP)
+	$(PY) bench/recall_bench.py --memories $(BENCH_MEMORIES)
+	$(PY) bench/portability_bench.py --memories $(BENCH_MEMORIES)
+	$(PY) bench/curation_bench.py --bank import-bench-$(BENCH_MEMORIES)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 

@@ -20,6 +20,7 @@ from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 
 PAGE = 50
+MAX_SEARCH_BANKS = 25
 
 
 @login_required
@@ -33,8 +34,17 @@ def home(request: HttpRequest) -> HttpResponse:
     cards = bank_cards(page[:PAGE])
     for card in cards:
         card["sparkline"] = sparkline(card["spark"])
-    context = {"cards": cards, "banks": page[:PAGE], "more": len(page) > PAGE, "q": q,
-               "can_create": request.user.is_superuser}
+    recall_q = request.GET.get("recall", "").strip()
+    hits = []
+    if recall_q:
+        from banks.selectors.multibank import recall_many
+
+        # Across the operator's banks (the first MAX_SEARCH_BANKS by id), one merged ranking.
+        searched = list(principal.visible_banks().order_by("bank_id")[:MAX_SEARCH_BANKS])
+        if searched:
+            hits = recall_many(searched, recall_q, max_results=30, include_directives=False).hits
+    context = {"cards": cards, "banks": page[:PAGE], "more": len(page) > PAGE, "q": q, "recall_q": recall_q,
+               "hits": hits, "can_create": request.user.is_superuser}
     return render(request, htmx_template(request, "curation/home.html", "bank-table"), context)
 
 

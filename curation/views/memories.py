@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -85,6 +87,7 @@ def memory_detail(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRes
         "events": AuditEvent.objects.filter(bank=bank, target_ids__contains=[memory.memory_id])[:50],
         "can_write": operator(request).can(bank_id, "write"), "can_forget": operator(request).can(bank_id, "forget"),
         "editing": request.GET.get("edit") == "1",
+        "metadata_json": json.dumps(memory.metadata or {}, ensure_ascii=False, indent=1),
     }
     return render(request, htmx_template(request, "curation/memory_detail.html", "memory-card"), context)
 
@@ -95,11 +98,15 @@ def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespo
     bank = operator_bank(request, bank_id, "write")
     memory = memory_get(bank=bank, memory_id=memory_id)
     try:
+        raw = request.POST.get("metadata", "").strip()
+        metadata = json.loads(raw) if raw else None
         memory_update(memory=memory, actor=actor(request), text=request.POST.get("text"),
                       tags=_tags(request.POST.get("tags", "")),
-                      fact_type=request.POST.get("fact_type", "").strip() or None,
+                      fact_type=request.POST.get("fact_type", "").strip() or None, metadata=metadata,
                       reason=request.POST.get("reason", ""))
         messages.success(request, "Saved.")
+    except json.JSONDecodeError as exc:
+        messages.error(request, f"Metadata is not valid JSON: {exc.msg} (line {exc.lineno}). Nothing was saved.")
     except MemoryHubError as exc:
         messages.error(request, exc.message)
     return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)

@@ -234,3 +234,19 @@ def test_graph_alias_link_and_unlink(admin_client, bank):
                                                        "entity_a": b.entity_id})
     a.refresh_from_db()
     assert not EntityLink.objects.exists() and "Alice Johnson" not in a.aliases
+
+
+def test_search_across_banks_and_metadata_edit(admin_client, make_bank, bank):
+    other = make_bank("team-ops")
+    memory_retain(bank=bank, text="Alice likes jazz.", actor="test")
+    mine = memory_retain(bank=other, text="The ops team likes jazz on Fridays.", actor="test").memory
+    page = admin_client.get("/?recall=jazz").content.decode()
+    assert "Alice likes jazz." in page and "The ops team likes jazz" in page and "team-ops" in page
+    url = f"/banks/team-ops/memories/{mine.memory_id}/edit"
+    admin_client.post(url, {"text": mine.text, "tags": "", "metadata": '{"room": 4}'})
+    mine.refresh_from_db()
+    assert mine.metadata == {"room": 4}
+    response = admin_client.post(url, {"text": mine.text, "tags": "", "metadata": "{broken"}, follow=True)
+    assert "Metadata is not valid JSON" in response.content.decode()
+    mine.refresh_from_db()
+    assert mine.metadata == {"room": 4}
