@@ -13,6 +13,7 @@ from typing import Any
 from drf_spectacular.openapi import AutoSchema
 from pydantic import BaseModel
 
+from banks.api import responses as out
 from banks.api import schemas as core
 from banks.api import schemas_live as live
 
@@ -76,6 +77,23 @@ def _portability_operations() -> None:
     })
 
 
+# (view class name, HTTP method) -> response model, where the body is described.
+RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
+    ("RetainApi", "post"): out.RetainResult, ("RecallApi", "post"): out.RecallResult,
+    ("HistoryApi", "post"): out.HistoryResult, ("ForgetApi", "post"): out.ForgetResult,
+    ("ReflectApi", "post"): out.ReflectResult, ("AuditApi", "post"): out.AuditResult,
+    ("CompileApi", "post"): out.CompileResult, ("GraphSearchApi", "post"): out.GraphSearchResult,
+    ("GraphNeighborsApi", "post"): out.GraphNeighborsResult, ("MentalModelsApi", "get"): out.MentalModelList,
+    ("MentalModelsApi", "post"): out.MentalModel, ("MentalModelApi", "get"): out.MentalModel,
+    ("MentalModelApi", "delete"): out.Deleted, ("MentalModelRefreshApi", "post"): out.MentalModel,
+    ("MentalModelUpdateApi", "post"): out.DeltaUpdateResult, ("MentalModelApi", "patch"): out.DeltaUpdateResult,
+    ("MentalModelRevertApi", "post"): out.MentalModel, ("ObservationsApi", "get"): out.ObservationList,
+    ("ObservationsApi", "post"): out.Observation, ("ObservationApi", "get"): out.Observation,
+    ("ObservationApi", "patch"): out.Observation, ("ObservationApi", "delete"): out.Deleted,
+    ("ObservationsInvalidateApi", "post"): out.Deleted, ("ExportApi", "post"): out.ExportResult,
+    ("ImportApi", "post"): out.ImportResult,
+}
+
 _MODELS: dict[str, type[BaseModel]] = {}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -119,8 +137,12 @@ class PydanticAutoSchema(AutoSchema):
                   for code, text in ((400, "Bad input, naming the field"), (401, "Missing or bad token"),
                                      (403, "No grant or missing permission"), (404, "Not found"),
                                      (429, "Rate limited"))}
+        response = RESPONSES.get(key)
+        if response is not None:
+            register(response.__name__, response)
+        ok_schema = {"$ref": f"#/components/schemas/{response.__name__}"} if response else {"type": "object"}
         operation["responses"] = {"200": {"description": "OK", "content": {"application/json": {
-            "schema": {"type": "object"}}}}, **errors}
+            "schema": ok_schema}}}, **errors}
         operation["security"] = [{"bearerAuth": []}, {"apiKeyAuth": []}]
         return operation
 

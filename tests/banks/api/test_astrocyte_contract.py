@@ -131,3 +131,20 @@ def test_unknown_keys_are_ignored_and_numbers_in_strings_are_read(client):
 def test_unknown_route_is_404_not_found(client):
     response = client.post("/v1/nowhere", {})
     assert response.status_code == 404 and response.json()["detail"] == "Not Found"
+
+
+def test_responses_match_their_documented_models(client):
+    """The bodies the views build validate against the response models the OpenAPI document publishes."""
+    from banks.api import responses as out
+
+    retained = client.post("/v1/retain", {"content": "Alice likes jazz.", "bank_id": "user-prefs"}).json()
+    out.RetainResult.model_validate(retained)
+    out.RecallResult.model_validate(client.post("/v1/recall", {"query": "jazz", "bank_id": "user-prefs"}).json())
+    out.ReflectResult.model_validate(client.post("/v1/reflect", {"query": "jazz", "bank_id": "user-prefs"}).json())
+    out.AuditResult.model_validate(client.post("/v1/audit", {"scope": "music", "bank_id": "user-prefs"}).json())
+    created = client.post("/v1/mental-models", {"bank_id": "user-prefs", "model_id": "m", "title": "T",
+                                                "content": "x"}).json()
+    out.MentalModel.model_validate(created)
+    out.ObservationList.model_validate(client.get("/v1/observations", {"bank_id": "user-prefs"}).json())
+    out.ForgetResult.model_validate(client.post("/v1/forget", {"bank_id": "user-prefs",
+                                                               "memory_ids": [retained["memory_id"]]}).json())

@@ -150,6 +150,9 @@ def test_openapi_lists_every_route(client):
     assert retain["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RetainRequest"}
     assert "content" in document["components"]["schemas"]["RetainRequest"]["required"]
+    recall = document["paths"]["/v1/recall"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert recall == {"$ref": "#/components/schemas/RecallResult"}
+    assert "MemoryHit" in document["components"]["schemas"]
 
 
 def test_docs_page_renders(client):
