@@ -65,7 +65,11 @@ def main() -> None:
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     bank_id = f"import-bench-{args.memories}"
-    Bank.objects.filter(bank_id=bank_id).delete()
+    old = Bank.objects.filter(bank_id=bank_id).first()
+    if old is not None:
+        from banks.services.banks import bank_delete
+
+        bank_delete(bank=old, actor="bench", confirm=bank_id)
     bank = Bank.objects.create(bank_id=bank_id)
     with tempfile.TemporaryDirectory(prefix="memoryhub-bench-") as scratch:
         archive = Path(scratch) / "in.ama.jsonl"

@@ -8,11 +8,12 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from banks.models import Bank, BankMembership
+from banks.models import Bank, BankMembership, Memory
 from banks.models.banks import bank_id_validator
 from banks.services.audit import audit_record
 from memoryhub.errors import Conflict, InvalidInput
 
+DELETE_CHUNK = 5000
 _EDITABLE = ("name", "description", "embedding_provider", "dedup_threshold", "config")
 
 
@@ -80,8 +81,16 @@ def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "") -> No
     """Delete a bank and everything in it. ``confirm`` must repeat the bank id."""
     if confirm != bank.bank_id:
         raise InvalidInput(f"must repeat the bank id '{bank.bank_id}' to delete it", field="confirm")
+    count = bank.memories.count()
+    # Memories go first, a chunk at a time, so a million-memory bank never sits in memory at once.
+    while True:
+        with transaction.atomic():
+            chunk = list(bank.memories.order_by("pk").values_list("pk", flat=True)[:DELETE_CHUNK])
+            if not chunk:
+                break
+            Memory.objects.filter(pk__in=chunk).delete()
     with transaction.atomic():
-        count = bank.memories.count()
-        audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id], reason=reason,
-                     details={"bank_id": bank.bank_id, "memory_count": count, "deleted_at": timezone.now().isoformat()})
+        audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id],
+                     reason=reason, details={"bank_id": bank.bank_id, "memory_count": count,
+                                             "deleted_at": timezone.now().isoformat()})
         bank.delete()
