@@ -3,11 +3,14 @@
 Rules, in this order:
 1. Every op is validated against its schema first; one bad op rejects the whole
    list (``DeltaSchemaError``) and nothing changes.
-2. Ops then apply in order to a copy, each seeing the result of the previous ones.
+2. Ops then apply in order to a deep copy, each seeing the result of the previous ones.
 3. An op that names something missing is skipped with Astrocyte's reason text;
    the others still apply.
 The seed documentation's shape (``block_index`` / ``new_content``) is accepted
 and translated before validation.
+
+Audit entries leave out ``None`` optionals (Astrocyte writes them as ``null``);
+the keys that are present match Astrocyte's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from banks.live.structured_doc import (
+    BLOCK_TYPES,
     Block,
     ParagraphBlock,
     Section,
@@ -25,10 +29,13 @@ from banks.live.structured_doc import (
     blocks_from_markdown,
     slugify_heading,
     unique_id,
+    validation_messages,
 )
 
 
 class DeltaSchemaError(ValueError):
+    """At least one op failed schema validation; ``messages`` has one line per problem."""
+
     def __init__(self, messages: list[str]) -> None:
         super().__init__("; ".join(messages))
         self.messages = messages
@@ -66,11 +73,11 @@ class RemoveBlock(_Op):
 
 class AddSection(_Op):
     op: Literal["add_section"]
-    heading: str = Field(min_length=1)
+    heading: str
     level: int = Field(default=2, ge=1, le=6)
     blocks: list[Block] = Field(default_factory=list)
     after_section_id: str | None = None
-    new_id: str | None = Field(default=None, min_length=1)
+    new_id: str | None = None
 
 
 class RemoveSection(_Op):
@@ -87,7 +94,7 @@ class ReplaceSectionBlocks(_Op):
 class RenameSection(_Op):
     op: Literal["rename_section"]
     section_id: str
-    new_heading: str = Field(min_length=1)
+    new_heading: str
 
 
 DeltaOp = Annotated[
@@ -98,6 +105,8 @@ DeltaOp = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(DeltaOp)
 OP_NAMES = ("append_block", "insert_block", "replace_block", "remove_block", "add_section", "remove_section",
             "replace_section_blocks", "rename_section")
+_INDEXED_OPS = frozenset({"insert_block", "replace_block", "remove_block"})
+_BLOCK_OPS = frozenset({"append_block", "insert_block", "replace_block"})
 
 
 @dataclass
@@ -124,93 +133,106 @@ class DeltaResult:
                 "applied_ops": self.applied, "skipped_ops": self.skipped}
 
 
-def _normalise_alias(raw: Any) -> Any:
-    """``block_index`` → ``index``; ``new_content`` (markdown text) → ``block``."""
+def _content_block(content: str) -> dict[str, Any]:
+    """One list or code chunk keeps its structure; any other text is one paragraph, verbatim."""
+    blocks = blocks_from_markdown(content)
+    if len(blocks) == 1 and blocks[0].type != "paragraph":
+        return blocks[0].model_dump()
+    return ParagraphBlock(type="paragraph", text=content.strip()).model_dump()
+
+
+def _normalise_alias(raw: Any, where: str) -> Any:
+    """``block_index`` → ``index`` and ``new_content`` (markdown text) → ``block``, where unambiguous.
+
+    Anything left over (both spellings, an alias on an op without that field) stays
+    in place and fails strict validation as an extra field.
+    """
     if not isinstance(raw, dict):
         return raw
     op = dict(raw)
-    if "block_index" in op and "index" not in op:
+    name = op.get("op")
+    if name in _INDEXED_OPS and "block_index" in op and "index" not in op:
         op["index"] = op.pop("block_index")
-    if "new_content" in op and "block" not in op and op.get("op") in {"append_block", "insert_block",
-                                                                       "replace_block"}:
+    if name in _BLOCK_OPS and "new_content" in op and "block" not in op:
         content = op.pop("new_content")
-        if isinstance(content, str):
-            blocks = blocks_from_markdown(content)
-            op["block"] = (blocks[0] if len(blocks) == 1 else ParagraphBlock(type="paragraph", text=content.strip())
-                           ).model_dump()
-        else:
-            op["block"] = content
+        if not isinstance(content, str):
+            raise DeltaSchemaError([f"{where}.new_content: Input should be a valid string"])
+        op["block"] = _content_block(content)
     return op
 
 
 def validate_ops(ops: Any) -> list[Any]:
+    """Strictly validated op models, or ``DeltaSchemaError`` listing every bad op."""
     if not isinstance(ops, list):
         raise DeltaSchemaError(["operations: must be a list"])
-    parsed, messages = [], []
+    parsed: list[Any] = []
+    messages: list[str] = []
     for i, raw in enumerate(ops):
+        where = f"operations[{i}]"
         try:
-            parsed.append(_ADAPTER.validate_python(_normalise_alias(raw)))
+            parsed.append(_ADAPTER.validate_python(_normalise_alias(raw, where)))
+        except DeltaSchemaError as exc:
+            messages.extend(exc.messages)
         except ValidationError as exc:
-            for error in exc.errors()[:3]:
-                loc = ".".join(str(p) for p in error.get("loc", ()) if p not in OP_NAMES)
-                messages.append(f"operations[{i}]" + (f".{loc}" if loc else "") + f": {error.get('msg')}")
+            messages.extend(validation_messages(exc, where, skip=OP_NAMES + BLOCK_TYPES, limit=3))
     if messages:
         raise DeltaSchemaError(messages)
     return parsed
 
 
 def _entry(op: Any) -> dict[str, Any]:
-    return {k: v for k, v in op.model_dump(exclude_none=True).items() if k not in {"block", "blocks"}}
+    return op.model_dump(exclude_none=True, exclude={"block", "blocks"})
 
 
-def apply_delta_ops(doc: StructuredDocument, ops: Any) -> DeltaResult:
+def _apply_one(sections: list[Section], op: Any, entry: dict[str, Any]) -> str | None:
+    """Apply ``op`` in place; return the skip reason, or None when applied."""
+    if isinstance(op, AddSection):
+        position = len(sections)
+        if op.after_section_id is not None:
+            anchor = next((i for i, s in enumerate(sections) if s.id == op.after_section_id), None)
+            if anchor is None:
+                return f"unknown after_section_id: {op.after_section_id}"
+            position = anchor + 1
+        new_id = unique_id(op.new_id or slugify_heading(op.heading), (s.id for s in sections))
+        sections.insert(position, Section(id=new_id, heading=op.heading, level=op.level, blocks=list(op.blocks)))
+        entry["assigned_id"] = new_id
+        return None
+
+    section = next((s for s in sections if s.id == op.section_id), None)
+    if section is None:
+        return f"unknown section_id: {op.section_id}"
+    blocks = section.blocks
+    if isinstance(op, AppendBlock):
+        blocks.append(op.block)
+    elif isinstance(op, InsertBlock):
+        if op.index > len(blocks):
+            return f"index out of range: {op.index} > {len(blocks)}"
+        blocks.insert(op.index, op.block)
+    elif isinstance(op, ReplaceBlock | RemoveBlock):
+        if op.index >= len(blocks):
+            return f"index out of range: {op.index} >= {len(blocks)}"
+        if isinstance(op, ReplaceBlock):
+            blocks[op.index] = op.block
+        else:
+            del blocks[op.index]
+    elif isinstance(op, RemoveSection):
+        sections.remove(section)
+    elif isinstance(op, ReplaceSectionBlocks):
+        section.blocks = list(op.blocks)
+    elif isinstance(op, RenameSection):
+        section.heading = op.new_heading
+    return None
+
+
+def apply_delta_ops(doc: StructuredDocument, ops: list[dict[str, Any]]) -> DeltaResult:
+    """Apply ``ops`` to a copy of ``doc``. Raises ``DeltaSchemaError`` before touching anything."""
     parsed = validate_ops(ops)
     result = DeltaResult(doc=doc.model_copy(deep=True))
-    sections = result.doc.sections
-
-    def find(section_id: str) -> Section | None:
-        return next((s for s in sections if s.id == section_id), None)
-
     for op in parsed:
+        # Ops are fresh models, but copy so the result never shares blocks with the caller's op list.
+        op = op.model_copy(deep=True)
         entry = _entry(op)
-        reason = None
-        if isinstance(op, AddSection):
-            position = len(sections)
-            if op.after_section_id is not None:
-                anchor = find(op.after_section_id)
-                if anchor is None:
-                    reason = f"unknown after_section_id: {op.after_section_id}"
-                else:
-                    position = sections.index(anchor) + 1
-            if reason is None:
-                new_id = unique_id(op.new_id or slugify_heading(op.heading), [s.id for s in sections])
-                sections.insert(position, Section(id=new_id, heading=op.heading, level=op.level,
-                                                  blocks=list(op.blocks)))
-                entry["assigned_id"] = new_id
-        else:
-            section = find(op.section_id)
-            if section is None:
-                reason = f"unknown section_id: {op.section_id}"
-            elif isinstance(op, AppendBlock):
-                section.blocks.append(op.block)
-            elif isinstance(op, InsertBlock):
-                if op.index > len(section.blocks):
-                    reason = f"index out of range: {op.index} > {len(section.blocks)}"
-                else:
-                    section.blocks.insert(op.index, op.block)
-            elif isinstance(op, ReplaceBlock | RemoveBlock):
-                if op.index >= len(section.blocks):
-                    reason = f"index out of range: {op.index} >= {len(section.blocks)}"
-                elif isinstance(op, ReplaceBlock):
-                    section.blocks[op.index] = op.block
-                else:
-                    del section.blocks[op.index]
-            elif isinstance(op, RemoveSection):
-                sections.remove(section)
-            elif isinstance(op, ReplaceSectionBlocks):
-                section.blocks = list(op.blocks)
-            elif isinstance(op, RenameSection):
-                section.heading = op.new_heading
+        reason = _apply_one(result.doc.sections, op, entry)
         if reason is None:
             result.applied.append(entry)
         else:

@@ -3,19 +3,21 @@
 The schema follows Astrocyte's (every model forbids unknown keys), so documents
 move between the two systems unchanged. ``parse_markdown`` turns a markdown-only
 model into this structure; ``render_markdown`` is its deterministic inverse for
-documents that render unambiguously.
+documents that render unambiguously (ids equal to heading slugs, no newlines in
+headings, paragraphs that do not look like lists, fences or headings).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class StructuredDocError(ValueError):
-    pass
+    """Bad structured-document input; the message starts with the offending field."""
 
 
 class _Strict(BaseModel):
@@ -44,6 +46,7 @@ class CodeBlock(_Strict):
 
 
 Block = Annotated[ParagraphBlock | BulletListBlock | OrderedListBlock | CodeBlock, Field(discriminator="type")]
+BLOCK_TYPES = ("paragraph", "bullet_list", "ordered_list", "code")
 
 
 class Section(_Strict):
@@ -62,8 +65,9 @@ class StructuredDocument(_Strict):
 
 
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_RULE = re.compile(r"^\s*([-*_])\s*(\1\s*){2,}$")
+# No closing-sequence stripping: Astrocyte keeps "A ##" literally, and "C#" must survive.
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)\s*$")
+_RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
 _ORDERED = re.compile(r"^\s*\d+[.)]\s+(.*)$")
 _FENCE = re.compile(r"^\s*```\s*([\w+#.-]*)\s*$")
@@ -73,7 +77,7 @@ def slugify_heading(heading: str) -> str:
     return _NON_SLUG.sub("-", heading.lower()).strip("-") or "section"
 
 
-def unique_id(base: str, existing: set[str] | list[str]) -> str:
+def unique_id(base: str, existing: Iterable[str]) -> str:
     taken = set(existing)
     if base not in taken:
         return base
@@ -136,26 +140,32 @@ def _chunks(lines: list[str]) -> list[list[str]]:
     return chunks
 
 
-def blocks_from_markdown(text: str) -> list[Any]:
-    blocks: list[Any] = []
-    for chunk in _chunks(text.splitlines()):
-        fence = _FENCE.match(chunk[0])
-        if fence:
-            body = chunk[1:-1] if len(chunk) > 1 and _FENCE.match(chunk[-1]) else chunk[1:]
-            blocks.append(CodeBlock(type="code", language=fence.group(1), text="\n".join(body)))
-        elif all(_BULLET.match(line) for line in chunk):
-            blocks.append(BulletListBlock(type="bullet_list", items=[_BULLET.match(x).group(1) for x in chunk]))
-        elif all(_ORDERED.match(line) for line in chunk):
-            blocks.append(OrderedListBlock(type="ordered_list", items=[_ORDERED.match(x).group(1) for x in chunk]))
-        else:
-            blocks.append(ParagraphBlock(type="paragraph", text=" ".join(line.strip() for line in chunk)))
-    return blocks
+def _chunk_to_block(chunk: list[str]) -> ParagraphBlock | BulletListBlock | OrderedListBlock | CodeBlock:
+    fence = _FENCE.match(chunk[0])
+    if fence:
+        closed = len(chunk) > 1 and _FENCE.match(chunk[-1]) is not None
+        body = chunk[1:-1] if closed else chunk[1:]
+        return CodeBlock(type="code", language=fence.group(1), text="\n".join(body))
+    bullets = [_BULLET.match(line) for line in chunk]
+    if all(bullets):
+        return BulletListBlock(type="bullet_list", items=[m.group(1) for m in bullets if m])
+    numbered = [_ORDERED.match(line) for line in chunk]
+    if all(numbered):
+        return OrderedListBlock(type="ordered_list", items=[m.group(1) for m in numbered if m])
+    return ParagraphBlock(type="paragraph", text=" ".join(line.strip() for line in chunk))
+
+
+def blocks_from_markdown(text: str) -> list[ParagraphBlock | BulletListBlock | OrderedListBlock | CodeBlock]:
+    """Blocks of one section body (headings are not special here)."""
+    return [_chunk_to_block(chunk) for chunk in _chunks(text.splitlines())]
 
 
 def parse_markdown(text: str) -> StructuredDocument:
     """ATX headings open sections; text before the first heading becomes an ``Overview`` section."""
     sections: list[Section] = []
-    heading, level, body = None, 2, []
+    heading: str | None = None
+    level = 2
+    body: list[str] = []
     in_fence = False
 
     def flush() -> None:
@@ -163,8 +173,8 @@ def parse_markdown(text: str) -> StructuredDocument:
         if heading is None and not blocks:
             return
         title = heading if heading is not None else "Overview"
-        sid = unique_id(slugify_heading(title), [s.id for s in sections])
-        sections.append(Section(id=sid, heading=title, level=level, blocks=blocks))
+        sid = unique_id(slugify_heading(title), (s.id for s in sections))
+        sections.append(Section(id=sid, heading=title, level=level, blocks=list(blocks)))
 
     for line in text.splitlines():
         if _FENCE.match(line):
@@ -179,52 +189,100 @@ def parse_markdown(text: str) -> StructuredDocument:
     return StructuredDocument(sections=sections)
 
 
-def _error_text(exc: ValidationError, prefix: str) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in error.get("loc", ()))
-        parts.append(f"{prefix}.{loc}: {error.get('msg')}" if loc else f"{prefix}: {error.get('msg')}")
-    return "; ".join(parts)
+def format_loc(prefix: str, loc: Iterable[Any], skip: Iterable[str] = BLOCK_TYPES) -> str:
+    """``prefix`` + pydantic location as ``.field[3].sub``; discriminated-union tags are left out.
+
+    Pydantic puts the tag right after the union's position (start, a list index, or ``block``),
+    so only a tag name in such a position is dropped; a field that happens to share it stays.
+    """
+    tags = set(skip)
+    out = prefix
+    previous: Any = None
+    for part in loc:
+        is_tag = part in tags and (previous is None or isinstance(previous, int) or previous == "block")
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not is_tag:
+            out += f".{part}" if out else str(part)
+        previous = part
+    return out
+
+
+def validation_messages(exc: ValidationError, prefix: str, skip: Iterable[str] = BLOCK_TYPES,
+                        limit: int = 5) -> list[str]:
+    tags = tuple(skip)
+    messages = []
+    for error in exc.errors()[:limit]:
+        loc, msg = tuple(error.get("loc", ())), error.get("msg", "")
+        if error.get("type") in ("union_tag_not_found", "union_tag_invalid"):
+            # Point at the discriminator field itself ("operations[0].op"), not at the whole object.
+            loc += (str(error.get("ctx", {}).get("discriminator", "")).strip("'\""),)
+            if error["type"] == "union_tag_not_found":
+                msg = "Field required"
+        messages.append(f"{format_loc(prefix, loc, tags)}: {msg}")
+    return messages
+
+
+def _seed_section(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The documented ``{"title", "content"}`` shape, translated to the real schema."""
+    extra = sorted(set(raw) - {"title", "content", "id", "level"})
+    if extra:
+        raise StructuredDocError(f"{where}.{extra[0]}: Extra inputs are not permitted")
+    title = raw.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise StructuredDocError(f"{where}.title: Field required" if title is None
+                                 else f"{where}.title: must be a non-empty string")
+    content = raw.get("content", "")
+    if not isinstance(content, str):
+        raise StructuredDocError(f"{where}.content: must be a string")
+    data: dict[str, Any] = {"heading": title.strip(),
+                            "blocks": [b.model_dump() for b in blocks_from_markdown(content)]}
+    for key in ("id", "level"):
+        if key in raw:
+            data[key] = raw[key]
+    return data
 
 
 def doc_from_sections(sections: list[dict[str, Any]]) -> StructuredDocument:
-    """Sections in the real schema ({heading, blocks, ...}) or the documented {title, content} shape."""
+    """Sections in the real schema ({id?, heading, level?, blocks}) or the documented {title, content} shape."""
     if not isinstance(sections, list):
         raise StructuredDocError("sections: must be a list")
-    built: list[Section] = []
+    prepared: list[dict[str, Any]] = []
     for i, raw in enumerate(sections):
+        where = f"sections[{i}]"
         if not isinstance(raw, dict):
-            raise StructuredDocError(f"sections[{i}]: must be an object")
-        if "title" in raw or "content" in raw:
-            extra = set(raw) - {"title", "content", "id", "level"}
-            if extra:
-                raise StructuredDocError(f"sections[{i}].{sorted(extra)[0]}: Extra inputs are not permitted")
-            title = raw.get("title")
-            if not isinstance(title, str) or not title.strip():
-                raise StructuredDocError(f"sections[{i}].title: Field required")
-            content = raw.get("content", "")
-            if not isinstance(content, str):
-                raise StructuredDocError(f"sections[{i}].content: must be a string")
-            data = {"id": raw.get("id") or "", "heading": title.strip(), "level": raw.get("level", 2),
-                    "blocks": [b.model_dump() for b in blocks_from_markdown(content)]}
-        else:
-            data = dict(raw)
-            data.setdefault("id", "")
-        if not data["id"]:
-            data["id"] = unique_id(slugify_heading(str(data.get("heading", ""))), [s.id for s in built])
-        elif data["id"] in {s.id for s in built}:
-            raise StructuredDocError(f"sections[{i}].id: duplicate section id {data['id']!r}")
+            raise StructuredDocError(f"{where}: must be an object")
+        data = _seed_section(raw, where) if ("title" in raw or "content" in raw) else dict(raw)
+        if data.get("id") in (None, ""):
+            data.pop("id", None)
+        elif not isinstance(data["id"], str):
+            raise StructuredDocError(f"{where}.id: Input should be a valid string")
+        prepared.append(data)
+    # Explicit ids are reserved first so a generated id never takes one a later section asks for.
+    taken: set[str] = set()
+    for i, data in enumerate(prepared):
+        if "id" in data:
+            if data["id"] in taken:
+                raise StructuredDocError(f"sections[{i}].id: duplicate section id {data['id']!r}")
+            taken.add(data["id"])
+    built: list[Section] = []
+    for i, data in enumerate(prepared):
+        if "id" not in data:
+            heading = data.get("heading")
+            data["id"] = unique_id(slugify_heading(heading if isinstance(heading, str) else ""), taken)
+            taken.add(data["id"])
         try:
             built.append(Section.model_validate(data))
         except ValidationError as exc:
-            raise StructuredDocError(_error_text(exc, f"sections[{i}]")) from None
+            raise StructuredDocError("; ".join(validation_messages(exc, f"sections[{i}]"))) from None
     return StructuredDocument(sections=built)
 
 
 def load_document(data: dict[str, Any] | None) -> StructuredDocument:
+    """A stored or submitted ``structured_doc``; empty means an empty document."""
     if not data:
         return StructuredDocument()
     try:
         return StructuredDocument.model_validate(data)
     except ValidationError as exc:
-        raise StructuredDocError(_error_text(exc, "structured_doc")) from None
+        raise StructuredDocError("; ".join(validation_messages(exc, "structured_doc"))) from None

@@ -1,135 +1,417 @@
+"""Delta operations: each op, each skip reason, all-or-nothing schema checks, aliases, ordering, audit."""
+
 from __future__ import annotations
+
+import copy
+import random
 
 import pytest
 
-from banks.live.deltas import DeltaSchemaError, apply_delta_ops
+from banks.live.deltas import OP_NAMES, DeltaResult, DeltaSchemaError, apply_delta_ops, validate_ops
 from banks.live.structured_doc import StructuredDocument
+
+P = {"type": "paragraph", "text": "new"}
+BASE = {"sections": [
+    {"id": "tools", "heading": "Tools", "blocks": [{"type": "paragraph", "text": "Python; VS Code"}]},
+    {"id": "people", "heading": "People", "blocks": []},
+]}
 
 
 def doc() -> StructuredDocument:
-    return StructuredDocument.model_validate({"sections": [
-        {"id": "tools", "heading": "Tools", "blocks": [{"type": "paragraph", "text": "Python; VS Code"}]},
-        {"id": "people", "heading": "People", "blocks": []},
-    ]})
+    return StructuredDocument.model_validate(BASE)
 
 
-P = {"type": "paragraph", "text": "new"}
+def contents(d: StructuredDocument, sid: str) -> list:
+    section = d.section(sid)
+    assert section is not None, sid
+    return [b.items if b.type.endswith("list") else b.text for b in section.blocks]
 
 
-def texts(d, sid):
-    return [getattr(b, "text", None) or getattr(b, "items", None) for b in d.section(sid).blocks]
+def ids(d: StructuredDocument) -> list[str]:
+    return [s.id for s in d.sections]
+
+
+def apply(*ops: dict) -> DeltaResult:
+    return apply_delta_ops(doc(), list(ops))
 
 
 class TestEachOp:
     def test_append_block(self):
-        r = apply_delta_ops(doc(), [{"op": "append_block", "section_id": "tools", "block": P}])
-        assert texts(r.doc, "tools") == ["Python; VS Code", "new"]
-        assert r.applied == [{"op": "append_block", "section_id": "tools"}] and r.changed
+        r = apply({"op": "append_block", "section_id": "tools", "block": P})
+        assert contents(r.doc, "tools") == ["Python; VS Code", "new"]
+        assert r.applied == [{"op": "append_block", "section_id": "tools"}] and r.skipped == [] and r.changed
 
-    def test_insert_block_at_start_and_at_end(self):
-        r = apply_delta_ops(doc(), [{"op": "insert_block", "section_id": "tools", "index": 0, "block": P},
-                                    {"op": "insert_block", "section_id": "tools", "index": 2, "block": P}])
-        assert texts(r.doc, "tools") == ["new", "Python; VS Code", "new"]
+    def test_insert_block_at_start_and_at_len(self):
+        r = apply({"op": "insert_block", "section_id": "tools", "index": 0, "block": P},
+                  {"op": "insert_block", "section_id": "tools", "index": 2,
+                   "block": {"type": "bullet_list", "items": ["end"]}})
+        assert contents(r.doc, "tools") == ["new", "Python; VS Code", ["end"]]
+        assert r.applied[0] == {"op": "insert_block", "section_id": "tools", "index": 0}
+
+    def test_insert_into_an_empty_section(self):
+        r = apply({"op": "insert_block", "section_id": "people", "index": 0, "block": P})
+        assert contents(r.doc, "people") == ["new"]
 
     def test_replace_block(self):
-        r = apply_delta_ops(doc(), [{"op": "replace_block", "section_id": "tools", "index": 0, "block": P}])
-        assert texts(r.doc, "tools") == ["new"]
+        code = {"type": "code", "language": "sh", "text": "ls"}
+        r = apply({"op": "replace_block", "section_id": "tools", "index": 0, "block": code})
+        assert r.doc.section("tools").blocks[0].model_dump() == code
         assert r.applied == [{"op": "replace_block", "section_id": "tools", "index": 0}]
 
     def test_remove_block(self):
-        r = apply_delta_ops(doc(), [{"op": "remove_block", "section_id": "tools", "index": 0}])
-        assert texts(r.doc, "tools") == []
+        r = apply({"op": "remove_block", "section_id": "tools", "index": 0})
+        assert contents(r.doc, "tools") == []
+        assert r.applied == [{"op": "remove_block", "section_id": "tools", "index": 0}]
 
-    def test_add_section_appends_or_goes_after_an_anchor_with_a_unique_id(self):
-        r = apply_delta_ops(doc(), [
-            {"op": "add_section", "heading": "Tools", "blocks": [P]},
-            {"op": "add_section", "heading": "Goals", "level": 3, "after_section_id": "tools", "new_id": "g"},
-        ])
-        assert [s.id for s in r.doc.sections] == ["tools", "g", "people", "tools-2"]
-        assert r.applied[0] == {"op": "add_section", "heading": "Tools", "level": 2, "assigned_id": "tools-2"}
-        assert r.applied[1]["assigned_id"] == "g" and r.doc.section("g").level == 3
+    def test_add_section_appends_by_default(self):
+        r = apply({"op": "add_section", "heading": "Goals", "blocks": [P]})
+        assert ids(r.doc) == ["tools", "people", "goals"]
+        added = r.doc.section("goals")
+        assert (added.heading, added.level, contents(r.doc, "goals")) == ("Goals", 2, ["new"])
+        assert r.applied == [{"op": "add_section", "heading": "Goals", "level": 2, "assigned_id": "goals"}]
+
+    def test_add_section_after_a_section(self):
+        r = apply({"op": "add_section", "heading": "Goals", "level": 3, "after_section_id": "tools"})
+        assert ids(r.doc) == ["tools", "goals", "people"] and r.doc.section("goals").level == 3
+        assert r.applied == [{"op": "add_section", "heading": "Goals", "level": 3, "after_section_id": "tools",
+                              "assigned_id": "goals"}]
+
+    def test_add_section_after_the_last_section(self):
+        r = apply({"op": "add_section", "heading": "Goals", "after_section_id": "people"})
+        assert ids(r.doc) == ["tools", "people", "goals"]
+
+    def test_add_section_into_an_empty_document(self):
+        r = apply_delta_ops(StructuredDocument(), [{"op": "add_section", "heading": "First"}])
+        assert ids(r.doc) == ["first"]
 
     def test_remove_section(self):
-        r = apply_delta_ops(doc(), [{"op": "remove_section", "section_id": "people"}])
-        assert [s.id for s in r.doc.sections] == ["tools"]
+        r = apply({"op": "remove_section", "section_id": "tools"})
+        assert ids(r.doc) == ["people"]
+        assert r.applied == [{"op": "remove_section", "section_id": "tools"}]
 
     def test_replace_section_blocks(self):
-        r = apply_delta_ops(doc(), [{"op": "replace_section_blocks", "section_id": "tools",
-                                     "blocks": [P, {"type": "bullet_list", "items": ["a"]}]}])
-        assert texts(r.doc, "tools") == ["new", ["a"]]
+        r = apply({"op": "replace_section_blocks", "section_id": "tools",
+                   "blocks": [P, {"type": "ordered_list", "items": ["a"]}]})
+        assert contents(r.doc, "tools") == ["new", ["a"]]
+        assert r.doc.section("tools").heading == "Tools"
         assert r.applied == [{"op": "replace_section_blocks", "section_id": "tools"}]
 
-    def test_rename_section_keeps_the_id(self):
-        r = apply_delta_ops(doc(), [{"op": "rename_section", "section_id": "tools", "new_heading": "Toolbox"}])
-        assert r.doc.section("tools").heading == "Toolbox"
+    def test_replace_section_blocks_defaults_to_clearing(self):
+        r = apply({"op": "replace_section_blocks", "section_id": "tools"})
+        assert contents(r.doc, "tools") == [] and r.changed
+
+    def test_rename_section_keeps_id_level_and_blocks(self):
+        r = apply({"op": "rename_section", "section_id": "tools", "new_heading": "Toolbox"})
+        section = r.doc.section("tools")
+        assert (section.heading, section.level, contents(r.doc, "tools")) == ("Toolbox", 2, ["Python; VS Code"])
+        assert r.applied == [{"op": "rename_section", "section_id": "tools", "new_heading": "Toolbox"}]
+
+
+class TestAddSectionIds:
+    def test_slug_of_the_heading_made_unique(self):
+        r = apply({"op": "add_section", "heading": "Tools"}, {"op": "add_section", "heading": "tools!"})
+        assert ids(r.doc) == ["tools", "people", "tools-2", "tools-3"]
+        assert [e["assigned_id"] for e in r.applied] == ["tools-2", "tools-3"]
+
+    def test_new_id_is_used_and_made_unique(self):
+        r = apply({"op": "add_section", "heading": "X", "new_id": "custom"},
+                  {"op": "add_section", "heading": "Y", "new_id": "people"})
+        assert [e["assigned_id"] for e in r.applied] == ["custom", "people-2"]
+        assert r.applied[0]["new_id"] == "custom"
+
+    def test_empty_new_id_falls_back_to_the_slug_and_empty_heading_to_section(self):
+        r = apply({"op": "add_section", "heading": "Goals", "new_id": ""}, {"op": "add_section", "heading": ""})
+        assert [e["assigned_id"] for e in r.applied] == ["goals", "section"]
+
+    def test_a_removed_id_can_be_assigned_again(self):
+        r = apply({"op": "remove_section", "section_id": "tools"}, {"op": "add_section", "heading": "Tools"})
+        assert r.applied[1]["assigned_id"] == "tools"
+
+
+BAD_SECTION = "unknown section_id: nope"
 
 
 @pytest.mark.parametrize(
     ("op", "reason"),
     [
-        ({"op": "append_block", "section_id": "nope", "block": P}, "unknown section_id: nope"),
+        ({"op": "append_block", "section_id": "nope", "block": P}, BAD_SECTION),
+        ({"op": "insert_block", "section_id": "nope", "index": 0, "block": P}, BAD_SECTION),
         ({"op": "insert_block", "section_id": "tools", "index": 2, "block": P}, "index out of range: 2 > 1"),
+        ({"op": "insert_block", "section_id": "people", "index": 1, "block": P}, "index out of range: 1 > 0"),
+        ({"op": "replace_block", "section_id": "nope", "index": 0, "block": P}, BAD_SECTION),
+        ({"op": "replace_block", "section_id": "tools", "index": 1, "block": P}, "index out of range: 1 >= 1"),
         ({"op": "replace_block", "section_id": "tools", "index": 5, "block": P}, "index out of range: 5 >= 1"),
+        ({"op": "remove_block", "section_id": "nope", "index": 0}, BAD_SECTION),
         ({"op": "remove_block", "section_id": "people", "index": 0}, "index out of range: 0 >= 0"),
         ({"op": "add_section", "heading": "X", "after_section_id": "nope"}, "unknown after_section_id: nope"),
-        ({"op": "remove_section", "section_id": "nope"}, "unknown section_id: nope"),
-        ({"op": "replace_section_blocks", "section_id": "nope"}, "unknown section_id: nope"),
-        ({"op": "rename_section", "section_id": "nope", "new_heading": "x"}, "unknown section_id: nope"),
+        ({"op": "remove_section", "section_id": "nope"}, BAD_SECTION),
+        ({"op": "replace_section_blocks", "section_id": "nope", "blocks": [P]}, BAD_SECTION),
+        ({"op": "rename_section", "section_id": "nope", "new_heading": "x"}, BAD_SECTION),
     ],
 )
 def test_every_skip_reason(op, reason):
-    r = apply_delta_ops(doc(), [op])
-    assert r.applied == [] and not r.changed
-    assert r.skipped[0]["reason"] == reason
-    assert "block" not in r.skipped[0] and "blocks" not in r.skipped[0]
+    r = apply(op)
+    assert r.applied == [] and not r.changed and r.doc == doc()
+    assert r.skipped == [{**{k: v for k, v in op.items() if k not in ("block", "blocks")},
+                          **({"level": 2} if op["op"] == "add_section" else {}), "reason": reason}]
 
 
-def test_skips_do_not_stop_later_ops_and_order_matters():
-    r = apply_delta_ops(doc(), [
-        {"op": "replace_block", "section_id": "tools", "index": 0, "block": P},
-        {"op": "remove_block", "section_id": "tools", "index": 5},
-        {"op": "add_section", "heading": "Later", "new_id": "later"},
-        {"op": "append_block", "section_id": "later", "block": P},
+def test_section_ids_are_case_sensitive():
+    assert apply({"op": "remove_section", "section_id": "Tools"}).skipped[0]["reason"] == "unknown section_id: Tools"
+
+
+class TestSchemaRejection:
+    @pytest.mark.parametrize(
+        ("ops", "message"),
+        [
+            ([{"op": "explode", "section_id": "tools"}], "operations[0].op: Input tag 'explode'"),
+            ([{"section_id": "tools"}], "operations[0].op: Field required"),
+            ([{"op": "remove_block", "section_id": "tools"}], "operations[0].index: Field required"),
+            ([{"op": "append_block", "block": P}], "operations[0].section_id: Field required"),
+            ([{"op": "add_section"}], "operations[0].heading: Field required"),
+            ([{"op": "rename_section", "section_id": "tools"}], "operations[0].new_heading: Field required"),
+            ([{"op": "remove_block", "section_id": "tools", "index": 0, "extra": 1}],
+             "operations[0].extra: Extra inputs are not permitted"),
+            ([{"op": "append_block", "section_id": "tools", "block": {"type": "table"}}],
+             "operations[0].block.type: Input tag 'table'"),
+            ([{"op": "append_block", "section_id": "tools", "block": {"type": "paragraph"}}],
+             "operations[0].block.text: Field required"),
+            ([{"op": "append_block", "section_id": "tools", "block": {**P, "bold": True}}],
+             "operations[0].block.bold: Extra inputs are not permitted"),
+            ([{"op": "append_block", "section_id": "tools", "block": "text"}], "operations[0].block: "),
+            ([{"op": "replace_section_blocks", "section_id": "tools", "blocks": [P, {"type": "code"}]}],
+             "operations[0].blocks[1].text: Field required"),
+            ([{"op": "remove_block", "section_id": "tools", "index": -1}],
+             "operations[0].index: Input should be greater than or equal to 0"),
+            ([{"op": "insert_block", "section_id": "tools", "index": "x", "block": P}], "operations[0].index: "),
+            ([{"op": "add_section", "heading": "X", "level": 7}], "operations[0].level: "),
+            ([{"op": "add_section", "heading": "X", "section_id": "tools"}],
+             "operations[0].section_id: Extra inputs are not permitted"),
+            ([P, "not an object"], "operations[0].op: Field required"),
+            ([{"op": "remove_section", "section_id": "tools"}, "not an object"], "operations[1]: "),
+            ("not a list", "operations: must be a list"),
+            ({"op": "remove_section", "section_id": "tools"}, "operations: must be a list"),
+        ],
+    )
+    def test_one_bad_op_rejects_the_whole_list(self, ops, message):
+        with pytest.raises(DeltaSchemaError) as caught:
+            apply_delta_ops(doc(), ops)
+        assert any(m.startswith(message) for m in caught.value.messages), caught.value.messages
+
+    def test_every_bad_op_is_reported_with_its_position(self):
+        with pytest.raises(DeltaSchemaError) as caught:
+            apply({"op": "remove_section", "section_id": "tools"}, {"op": "remove_block", "section_id": "x"},
+                  {"op": "rename_section", "section_id": "tools", "new_heading": "ok"}, {"op": "nope"})
+        assert [m.split(":")[0] for m in caught.value.messages] == ["operations[1].index", "operations[3].op"]
+        assert str(caught.value) == "; ".join(caught.value.messages)
+        assert isinstance(caught.value, ValueError)
+
+    def test_valid_ops_before_a_bad_one_are_not_applied(self):
+        original = doc()
+        with pytest.raises(DeltaSchemaError):
+            apply_delta_ops(original, [{"op": "remove_section", "section_id": "tools"}, {"op": "nope"}])
+        assert original == doc()
+
+    def test_an_empty_list_is_valid_and_changes_nothing(self):
+        r = apply()
+        assert (r.applied, r.skipped, r.changed, r.doc) == ([], [], False, doc())
+
+    def test_validate_ops_returns_models(self):
+        parsed = validate_ops([{"op": name, **fields} for name, fields in [
+            ("append_block", {"section_id": "a", "block": P}),
+            ("add_section", {"heading": "h"}),
+        ]])
+        assert [p.op for p in parsed] == ["append_block", "add_section"]
+        assert set(OP_NAMES) == {"append_block", "insert_block", "replace_block", "remove_block", "add_section",
+                                 "remove_section", "replace_section_blocks", "rename_section"}
+
+
+class TestSeedAliasShape:
+    """The published docs' {"block_index", "new_content"} spelling, translated before validation."""
+
+    def test_documented_example(self):
+        r = apply({"op": "replace_block", "section_id": "tools", "block_index": 0,
+                   "new_content": "Python for data work; Cursor IDE."})
+        assert contents(r.doc, "tools") == ["Python for data work; Cursor IDE."]
+        assert r.applied == [{"op": "replace_block", "section_id": "tools", "index": 0}]
+        assert r.applied_ops == r.applied and r.skipped_ops == []
+
+    def test_insert_append_and_remove(self):
+        r = apply({"op": "insert_block", "section_id": "tools", "block_index": 0, "new_content": "first"},
+                  {"op": "append_block", "section_id": "tools", "new_content": "last"},
+                  {"op": "remove_block", "section_id": "tools", "block_index": 1})
+        assert contents(r.doc, "tools") == ["first", "last"]
+
+    def test_list_and_code_chunks_keep_their_structure(self):
+        r = apply({"op": "append_block", "section_id": "people", "new_content": "- Alice\n- Bob"},
+                  {"op": "append_block", "section_id": "people", "new_content": "1. one\n2) two\n"},
+                  {"op": "append_block", "section_id": "people", "new_content": "```sql\nselect 1\n```"})
+        assert [b.model_dump() for b in r.doc.section("people").blocks] == [
+            {"type": "bullet_list", "items": ["Alice", "Bob"]},
+            {"type": "ordered_list", "items": ["one", "two"]},
+            {"type": "code", "language": "sql", "text": "select 1"},
+        ]
+
+    def test_other_text_is_one_paragraph_kept_verbatim(self):
+        text = "Line one\nline two\n\n- not a list on its own"
+        r = apply({"op": "append_block", "section_id": "people", "new_content": f"  {text}\n"})
+        assert [b.model_dump() for b in r.doc.section("people").blocks] == [{"type": "paragraph", "text": text}]
+
+    def test_skip_reasons_use_the_real_field_names(self):
+        r = apply({"op": "replace_block", "section_id": "tools", "block_index": 3, "new_content": "x"})
+        assert r.skipped == [{"op": "replace_block", "section_id": "tools", "index": 3,
+                              "reason": "index out of range: 3 >= 1"}]
+
+    @pytest.mark.parametrize(("op", "message"), [
+        ({"op": "replace_block", "section_id": "tools", "block_index": 0, "new_content": 5},
+         "operations[0].new_content: Input should be a valid string"),
+        ({"op": "replace_block", "section_id": "tools", "index": 0, "block_index": 0, "block": P},
+         "operations[0].block_index: Extra inputs are not permitted"),
+        ({"op": "replace_block", "section_id": "tools", "index": 0, "new_content": "x", "block": P},
+         "operations[0].new_content: Extra inputs are not permitted"),
+        ({"op": "append_block", "section_id": "tools", "block_index": 0, "new_content": "x"},
+         "operations[0].block_index: Extra inputs are not permitted"),
+        ({"op": "remove_block", "section_id": "tools", "index": 0, "new_content": "x"},
+         "operations[0].new_content: Extra inputs are not permitted"),
+        ({"op": "replace_block", "section_id": "tools", "block_index": -1, "new_content": "x"},
+         "operations[0].index: Input should be greater than or equal to 0"),
     ])
-    assert len(r.applied) == 3 and len(r.skipped) == 1
-    assert r.skipped[0]["reason"] == "index out of range: 5 >= 1"
-    assert texts(r.doc, "later") == ["new"]
-    assert r.applied_ops is r.applied and r.skipped_ops is r.skipped
+    def test_ambiguous_or_misplaced_aliases_are_schema_errors(self, op, message):
+        with pytest.raises(DeltaSchemaError) as caught:
+            apply(op)
+        assert message in caught.value.messages
 
-
-@pytest.mark.parametrize(
-    ("ops", "message"),
-    [
-        ([{"op": "explode", "section_id": "tools"}], "operations[0]"),
-        ([{"op": "remove_block", "section_id": "tools"}], "operations[0].index: Field required"),
-        ([{"op": "remove_block", "section_id": "tools", "index": 0, "extra": 1}], "operations[0].extra"),
-        ([{"op": "append_block", "section_id": "tools", "block": {"type": "table"}}], "operations[0].block"),
-        ([{"op": "remove_block", "section_id": "tools", "index": -1}], "operations[0].index"),
-        ([P, "not an object"], "operations[0]"),
-        ("not a list", "operations: must be a list"),
-    ],
-)
-def test_one_bad_op_rejects_the_whole_list(ops, message):
-    with pytest.raises(DeltaSchemaError) as caught:
+    def test_caller_ops_are_not_modified(self):
+        ops = [{"op": "replace_block", "section_id": "tools", "block_index": 0, "new_content": "x"}]
+        before = copy.deepcopy(ops)
         apply_delta_ops(doc(), ops)
-    assert message in str(caught.value)
+        assert ops == before
 
 
-def test_a_valid_op_before_a_bad_one_is_not_applied():
-    original = doc()
-    with pytest.raises(DeltaSchemaError):
-        apply_delta_ops(original, [{"op": "remove_section", "section_id": "tools"}, {"op": "nope"}])
-    assert [s.id for s in original.sections] == ["tools", "people"]
+class TestOrdering:
+    def test_later_ops_see_earlier_results(self):
+        r = apply(
+            {"op": "replace_block", "section_id": "tools", "index": 0, "block": P},
+            {"op": "remove_block", "section_id": "tools", "index": 5},
+            {"op": "add_section", "heading": "Later", "new_id": "later"},
+            {"op": "append_block", "section_id": "later", "block": P},
+        )
+        assert len(r.applied) == 3 and len(r.skipped) == 1
+        assert r.skipped[0]["reason"] == "index out of range: 5 >= 1"
+        assert contents(r.doc, "later") == ["new"]
+
+    def test_an_op_on_a_removed_section_is_skipped(self):
+        r = apply({"op": "remove_section", "section_id": "tools"},
+                  {"op": "append_block", "section_id": "tools", "block": P})
+        assert r.skipped == [{"op": "append_block", "section_id": "tools", "reason": "unknown section_id: tools"}]
+
+    def test_indexes_refer_to_the_current_state(self):
+        r = apply({"op": "append_block", "section_id": "tools", "block": {"type": "paragraph", "text": "b"}},
+                  {"op": "remove_block", "section_id": "tools", "index": 0},
+                  {"op": "remove_block", "section_id": "tools", "index": 1},
+                  {"op": "insert_block", "section_id": "tools", "index": 1, "block": P})
+        assert contents(r.doc, "tools") == ["b", "new"]
+        assert r.skipped[0]["reason"] == "index out of range: 1 >= 1"
+
+    def test_renamed_sections_keep_their_id_for_later_ops(self):
+        r = apply({"op": "rename_section", "section_id": "tools", "new_heading": "Kit"},
+                  {"op": "add_section", "heading": "Tools"},
+                  {"op": "add_section", "heading": "After", "after_section_id": "tools"})
+        assert ids(r.doc) == ["tools", "after", "people", "tools-2"]
+
+    def test_after_section_id_can_name_a_section_added_earlier(self):
+        r = apply({"op": "add_section", "heading": "A", "after_section_id": "tools"},
+                  {"op": "add_section", "heading": "B", "after_section_id": "a"})
+        assert ids(r.doc) == ["tools", "a", "b", "people"]
+
+    def test_changed_is_true_when_any_op_applied(self):
+        r = apply({"op": "remove_section", "section_id": "nope"}, {"op": "remove_section", "section_id": "people"})
+        assert r.changed and len(r.skipped) == 1
 
 
-def test_the_documented_alias_shape_is_accepted():
-    r = apply_delta_ops(doc(), [{"op": "replace_block", "section_id": "tools", "block_index": 0,
-                                 "new_content": "Python for data work; Cursor IDE."}])
-    assert texts(r.doc, "tools") == ["Python for data work; Cursor IDE."]
-    assert r.applied == [{"op": "replace_block", "section_id": "tools", "index": 0}]
+class TestIsolation:
+    def test_the_input_document_is_never_mutated(self):
+        original = doc()
+        apply_delta_ops(original, [{"op": "remove_section", "section_id": "tools"},
+                                    {"op": "rename_section", "section_id": "people", "new_heading": "Team"},
+                                    {"op": "append_block", "section_id": "people", "block": P}])
+        assert original == doc()
+
+    def test_the_result_shares_no_blocks_with_the_input(self):
+        original = doc()
+        r = apply_delta_ops(original, [])
+        r.doc.sections[0].blocks[0].text = "changed"
+        assert original.sections[0].blocks[0].text == "Python; VS Code"
+
+    def test_op_dicts_are_not_modified(self):
+        ops = [{"op": "add_section", "heading": "X", "blocks": [P]},
+               {"op": "append_block", "section_id": "x", "block": P}]
+        before = copy.deepcopy(ops)
+        r = apply_delta_ops(doc(), ops)
+        r.doc.section("x").blocks[0].text = "changed"
+        assert ops == before
 
 
-def test_the_input_document_is_never_mutated():
-    original = doc()
-    apply_delta_ops(original, [{"op": "remove_section", "section_id": "tools"}])
-    assert [s.id for s in original.sections] == ["tools", "people"]
+class TestResult:
+    def test_audit_entries_leave_out_blocks_and_unset_optionals(self):
+        r = apply({"op": "append_block", "section_id": "tools", "block": P},
+                  {"op": "replace_section_blocks", "section_id": "people", "blocks": [P]},
+                  {"op": "add_section", "heading": "G", "blocks": [P], "new_id": "g", "after_section_id": "x"})
+        assert r.applied == [{"op": "append_block", "section_id": "tools"},
+                             {"op": "replace_section_blocks", "section_id": "people"}]
+        assert r.skipped == [{"op": "add_section", "heading": "G", "level": 2, "after_section_id": "x",
+                              "new_id": "g", "reason": "unknown after_section_id: x"}]
+
+    def test_summary_and_seed_aliases(self):
+        r = apply({"op": "remove_section", "section_id": "tools"}, {"op": "remove_section", "section_id": "x"})
+        assert r.applied_ops is r.applied and r.skipped_ops is r.skipped
+        assert r.summary() == {"applied": r.applied, "skipped": r.skipped, "changed": True,
+                               "applied_ops": r.applied, "skipped_ops": r.skipped}
+
+
+def _random_ops(rng: random.Random, n: int) -> list[dict]:
+    sections = ["tools", "people", "goals", "nope", "section", "tools-2"]
+    block = {"type": "paragraph", "text": "b"}
+    ops = []
+    for _ in range(n):
+        name = rng.choice(OP_NAMES)
+        sid, index = rng.choice(sections), rng.randint(0, 3)
+        op: dict = {"op": name}
+        if name == "add_section":
+            op["heading"] = rng.choice(["Goals", "Tools", ""])
+            if rng.random() < 0.5:
+                op["after_section_id"] = rng.choice(sections)
+            if rng.random() < 0.3:
+                op["new_id"] = rng.choice(sections)
+            if rng.random() < 0.3:
+                op["level"] = rng.randint(1, 6)
+        elif name == "rename_section":
+            op.update(section_id=sid, new_heading="Renamed")
+        else:
+            op["section_id"] = sid
+            if name in ("insert_block", "replace_block", "remove_block"):
+                op["index"] = index
+            if name in ("append_block", "insert_block", "replace_block"):
+                op["block"] = block
+            if name == "replace_section_blocks":
+                op["blocks"] = [block] * rng.randint(0, 2)
+        ops.append(op)
+    return ops
+
+
+def test_matches_the_astrocyte_library_on_random_op_lists():
+    astro_ops = pytest.importorskip("astrocyte.pipeline.delta_ops")
+    astro_doc = pytest.importorskip("astrocyte.pipeline.structured_doc")
+    rng = random.Random(5)
+    for _ in range(400):
+        ops = _random_ops(rng, rng.randint(1, 8))
+        ours = apply_delta_ops(doc(), ops)
+        parsed = astro_ops.DeltaOperationList.model_validate({"operations": ops}).operations
+        theirs = astro_ops.apply_operations(astro_doc.StructuredDocument.model_validate(BASE), parsed)
+
+        def without_none(entries: list[dict]) -> list[dict]:
+            return [{k: v for k, v in e.items() if v is not None} for e in entries]
+
+        assert ours.doc.model_dump() == theirs.document.model_dump(), ops
+        assert ours.applied == without_none(theirs.applied), ops
+        assert ours.skipped == without_none(theirs.skipped), ops
