@@ -27,3 +27,33 @@ def hnsw_index_sql(table: str, dims: int, name: str) -> str:
 
 
 __all__ = ["INDEXED_DIMENSIONS", "distance_sql", "hnsw_index_sql", "vector_literal"]
+
+
+def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
+    """Inside a transaction: keep walking the HNSW graph until ``limit`` rows pass the filters.
+
+    The index holds every bank's vectors (and dead rows); without this, the nearest candidates
+    may all belong to other banks and a bank-filtered query returns too few rows, or none.
+    """
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, min(1000, limit))])
+
+
+def nearest_rows(sql_template: str, params_for: "callable", *, limit: int) -> list[tuple]:  # noqa: UP037
+    """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields nothing.
+
+    ``sql_template`` has an ``{order}`` slot for the ORDER BY expression and ``params_for(order_sql)``
+    gives the parameters. An approximate index can come back empty for a bank whose rows sit behind
+    many dead or foreign entries in the graph; a bank that has rows then gets an exact answer.
+    """
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        enable_iterative_scan(cursor, limit)
+        cursor.execute(sql_template.format(exact=""), params_for())
+        rows = cursor.fetchall()
+        if not rows:
+            # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
+            cursor.execute(sql_template.format(exact=" + 0"), params_for())
+            rows = cursor.fetchall()
+    return rows

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from django.db import connection
+from django.db import connection, transaction
 
 from banks.models import Bank, MentalModel, Observation
 
@@ -62,7 +62,7 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
     """Live observations nearest the query (as of a moment, only those that existed then)."""
     from banks.selectors.recall import RecallHit
     from banks.services.memories import bank_embedder
-    from banks.vectors import distance_sql, vector_literal
+    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
 
     embedder = bank_embedder(bank)
     vector = vector_literal(embedder.embed([query])[0])
@@ -74,7 +74,8 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
         params.append(filters.as_of)
     sql = (f"SELECT o.id, 1 - {distance} FROM banks_observation o WHERE {' AND '.join(clauses)} "
            f"ORDER BY {distance} LIMIT %s")
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        enable_iterative_scan(cursor, limit)
         cursor.execute(sql, [vector, *params, vector, limit])
         rows = cursor.fetchall()
     by_pk = Observation.objects.in_bulk([r[0] for r in rows])

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
 from banks.providers import get_llm
 from banks.services.memories import bank_embedder
-from banks.vectors import distance_sql, vector_literal
+from banks.vectors import distance_sql, nearest_rows, vector_literal
 
 RRF_K = 60
 # Each arm over-fetches this many candidates per requested result (as Astrocyte does).
@@ -119,13 +119,8 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     where, params = _filters_sql(bank, filters)
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
-           f"ORDER BY {distance} LIMIT %s")
-    with transaction.atomic(), connection.cursor() as cursor:
-        # pgvector 0.8: keep scanning the HNSW graph until enough rows pass the filters.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, min(1000, limit))])
-        cursor.execute(sql, [vector, *params, embedder.dimensions, vector, limit])
-        rows = cursor.fetchall()
+           f"ORDER BY {distance}{{exact}} LIMIT %s")
+    rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, vector, limit], limit=limit)
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
 

@@ -12,12 +12,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db import connection
-
 from banks.models import Bank, Memory, Observation, ObservationEvidence
 from banks.providers import get_embedder, get_llm
 from banks.services.observations import observation_create, observation_update
-from banks.vectors import distance_sql
+from banks.vectors import distance_sql, nearest_rows
 
 CLUSTER_SIMILARITY = 0.6
 MATCH_OBSERVATION_SIMILARITY = 0.8
@@ -37,10 +35,10 @@ def _neighbours(bank: Bank, memory: Memory, candidates: set[int], similarity: fl
     dims = memory.embedding_dims or 0
     distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE id = %s)")
     sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "
-           f"AND archived_at IS NULL AND forgotten_at IS NULL AND id <> %s ORDER BY {distance} LIMIT %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2])
-        return [pk for pk, sim in cursor.fetchall() if sim >= similarity and pk in candidates][:MAX_CLUSTER - 1]
+           f"AND archived_at IS NULL AND forgotten_at IS NULL AND id <> %s ORDER BY {distance}{{exact}} LIMIT %s")
+    rows = nearest_rows(sql, lambda: [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2],
+                        limit=MAX_CLUSTER * 2)
+    return [pk for pk, sim in rows if sim >= similarity and pk in candidates][:MAX_CLUSTER - 1]
 
 
 def _matching_observation(bank: Bank, text: str) -> Observation | None:
@@ -50,10 +48,9 @@ def _matching_observation(bank: Bank, text: str) -> Observation | None:
     vector = vector_literal(embedder.embed([text])[0])
     distance = distance_sql(embedder.dimensions, column="embedding")
     sql = (f"SELECT id, 1 - {distance} FROM banks_observation WHERE bank_id = %s AND embedding_dims = %s "
-           f"AND deleted_at IS NULL AND invalidated_at IS NULL ORDER BY {distance} LIMIT 1")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [vector, bank.pk, embedder.dimensions, vector])
-        row = cursor.fetchone()
+           f"AND deleted_at IS NULL AND invalidated_at IS NULL ORDER BY {distance}{{exact}} LIMIT 1")
+    rows = nearest_rows(sql, lambda: [vector, bank.pk, embedder.dimensions, vector], limit=1)
+    row = rows[0] if rows else None
     if row and row[1] >= MATCH_OBSERVATION_SIMILARITY:
         return Observation.objects.get(pk=row[0])
     return None

@@ -12,14 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.models import Bank, Entity, Memory, MemoryEntity
 from banks.providers import get_embedder, get_llm
 from banks.services.audit import audit_record
-from banks.vectors import distance_sql, vector_literal
+from banks.vectors import distance_sql, nearest_rows, vector_literal
 from memoryhub.errors import Conflict, InvalidInput, NotFound
 
 
@@ -80,16 +80,15 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
         f"SELECT memory_id, 1 - {distance} FROM banks_memory "
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
         + ("AND id <> %s " if exclude_pk else "")
-        + f"ORDER BY {distance} LIMIT 1"
+        + f"ORDER BY {distance}{{exact}} LIMIT 1"
     )
     literal = vector_literal(vector)
     params: list[Any] = [literal, bank.pk, dims]
     if exclude_pk:
         params.append(exclude_pk)
     params.append(literal)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    rows = nearest_rows(sql, lambda: params, limit=40)
+    row = rows[0] if rows else None
     return (row[0], float(row[1])) if row else None
 
 
