@@ -1,4 +1,4 @@
-"""Where the shared sample archives live (beside the repository, in shared/fixtures)."""
+"""Where the sample archives live: tests/fixtures, inside the repository."""
 
 from __future__ import annotations
 
@@ -6,4 +6,4 @@ import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(os.environ.get("MEMORYHUB_FIXTURES_DIR", REPO.parent / "shared" / "fixtures"))
+FIXTURES = Path(os.environ.get("MEMORYHUB_FIXTURES_DIR", REPO / "tests" / "fixtures"))
