@@ -1,10 +1,12 @@
 """The one function that decides every filesystem path import, export, upload and download touch.
 
-Order (Astrocyte's, section 2.4 of its portability rules): reject control
-characters first; resolve the path, following symlinks; take roots from the
-call, else MEMORYHUB_PORTABILITY_ROOTS, else ASTROCYTE_PORTABILITY_ROOTS (split
-on the OS path separator); with no roots, only an explicitly uncontained trusted
-caller gets through. Everything is decided before any file is opened.
+Order (Astrocyte 0.22 ``_safe_resolve``): reject control characters first, and
+absurdly long paths; resolve the path, following symlinks; take roots from the
+call, else ``MEMORYHUB_PORTABILITY_ROOTS``, else ``ASTROCYTE_PORTABILITY_ROOTS``
+(split on ``os.pathsep``); with no roots only an explicitly uncontained trusted
+caller gets through; with roots the resolved path must be a root or lie under
+one, compared component by component. All of it happens before any file is
+opened. Percent-encoding is never decoded: ``%2e%2e`` is an ordinary name.
 """
 
 from __future__ import annotations
@@ -17,39 +19,69 @@ from pathlib import Path
 ENV_ROOTS = ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS")
 MAX_PATH_CHARS = 4096
 MAX_COMPONENT_BYTES = 255
+MAX_UPLOAD_NAME_CHARS = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_SEPARATORS = re.compile(r"[/\\]")
 
 CONTAINMENT_REQUIRED = (
     "Portability path containment is required. Provide one of:\n"
     "  - allowed_roots=[<dir>, ...] kwarg, OR\n"
-    "  - MEMORYHUB_PORTABILITY_ROOTS (or ASTROCYTE_PORTABILITY_ROOTS) environment variable "
+    "  - MEMORYHUB_PORTABILITY_ROOTS or ASTROCYTE_PORTABILITY_ROOTS environment variable "
     "(os.pathsep-joined directories), OR\n"
     "  - allow_uncontained=True for trusted internal callers."
 )
 
 
 class PathNotAllowed(ValueError):
+    """A path refused by containment. ``code`` is one of ``control_character``, ``too_long``,
+    ``unresolvable``, ``containment_required``, ``escapes_roots``."""
+
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
 
 
+def _shown(text: str) -> str:
+    # Error texts end up in HTTP responses and logs: never echo megabytes back.
+    return repr(text) if len(text) <= MAX_PATH_CHARS else repr(text[:200]) + "..."
+
+
+def _resolve(text: str) -> Path:
+    try:
+        return Path(text).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:
+        raise PathNotAllowed(f"Portability path cannot be resolved: {_shown(text)} ({exc})",
+                             "unresolvable") from None
+
+
+def _resolve_roots(items: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    return [_resolve(os.fsdecode(item)) for item in items if os.fsdecode(item)]
+
+
 def configured_roots(env: Mapping[str, str] | None = None) -> list[Path]:
+    """Roots from the environment: the first of ``ENV_ROOTS`` that names at least one directory."""
     source = os.environ if env is None else env
     for name in ENV_ROOTS:
-        raw = source.get(name, "")
-        parts = [p for p in raw.split(os.pathsep) if p]
-        if parts:
-            return [Path(p).expanduser().resolve() for p in parts]
+        roots = _resolve_roots(source.get(name, "").split(os.pathsep))
+        if roots:
+            return roots
     return []
 
 
-def _resolve(path: str) -> Path:
-    try:
-        return Path(path).expanduser().resolve()
-    except (RuntimeError, OSError) as exc:
-        raise PathNotAllowed(f"Portability path cannot be resolved: {path!r} ({exc})", "unresolvable") from None
+def _check_text(text: str) -> None:
+    if _CONTROL.search(text):
+        raise PathNotAllowed(f"Portability path contains illegal control character: {_shown(text)}",
+                             "control_character")
+    if not text:
+        raise PathNotAllowed("Portability path is empty", "unresolvable")
+    if len(text) > MAX_PATH_CHARS:
+        raise PathNotAllowed(f"Portability path is too long: {len(text)} characters (at most {MAX_PATH_CHARS})",
+                             "too_long")
+    for part in _SEPARATORS.split(text):
+        if len(os.fsencode(part)) > MAX_COMPONENT_BYTES:
+            raise PathNotAllowed(f"Portability path has a name longer than {MAX_COMPONENT_BYTES} bytes: "
+                                 f"{_shown(part[:60])}...", "too_long")
 
 
 def resolve_contained(
@@ -59,31 +91,21 @@ def resolve_contained(
     allow_uncontained: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Path:
-    text = os.fspath(path)
-    if not isinstance(text, str):
-        raise PathNotAllowed("Portability path must be text", "control_character")
-    bad = _CONTROL.search(text)
-    if bad:
-        raise PathNotAllowed(f"Portability path contains illegal control character: {bad.group()!r}",
-                             "control_character")
-    if not text:
-        raise PathNotAllowed("Portability path is empty", "unresolvable")
-    if len(text) > MAX_PATH_CHARS or any(len(part.encode("utf-8")) > MAX_COMPONENT_BYTES
-                                          for part in text.split(os.sep)):
-        raise PathNotAllowed(
-            f"Portability path is too long (at most {MAX_PATH_CHARS} characters and {MAX_COMPONENT_BYTES} bytes "
-            "a name)", "too_long")
+    """The resolved path, if it may be touched; otherwise ``PathNotAllowed`` before any I/O.
+
+    ``allowed_roots``, when non-empty, replaces the environment entirely; ``allow_uncontained``
+    matters only when no roots exist at all. ``env`` stands in for ``os.environ`` (tests).
+    """
+    text = os.fsdecode(path)
+    _check_text(text)
     resolved = _resolve(text)
-    if allowed_roots:
-        roots = [_resolve(os.fspath(r)) for r in allowed_roots]
-    else:
-        roots = configured_roots(env)
+    roots = _resolve_roots(allowed_roots) if allowed_roots else configured_roots(env)
     if not roots:
         if allow_uncontained:
             return resolved
         raise PathNotAllowed(CONTAINMENT_REQUIRED, "containment_required")
     for root in roots:
-        # Component-wise: /data/exports-evil is not inside /data/exports.
+        # is_relative_to compares components, so /data/exports-evil is not under /data/exports.
         if resolved == root or resolved.is_relative_to(root):
             return resolved
     raise PathNotAllowed(
@@ -91,11 +113,16 @@ def resolve_contained(
 
 
 def sanitize_upload_name(name: str) -> str:
-    """A safe file name from what a browser sent: last component only, no dot files, a bounded length."""
-    base = re.split(r"[/\\]", name or "")[-1]
+    """A safe file name from what a browser sent: the last component only (after ``/`` or ``\\``),
+    no control characters, only ``[A-Za-z0-9._-]``, no leading dot, at most 200 characters."""
+    base = _SEPARATORS.split(name or "")[-1]
     base = _CONTROL.sub("", base)
-    base = _UNSAFE_NAME.sub("_", base).lstrip("._")
-    base = base[:200]
-    if not base or base in {".", ".."}:
-        raise PathNotAllowed(f"Upload file name {name!r} has nothing usable in it", "unresolvable")
+    base = _UNSAFE_NAME.sub("_", base).lstrip(".")
+    if len(base) > MAX_UPLOAD_NAME_CHARS:
+        # Keep a sensible extension: the archive format is often recognised by it (.ama.jsonl).
+        suffixes = ["." + base.partition(".")[2], "." + base.rpartition(".")[2]] if "." in base else []
+        suffix = next((s for s in suffixes if len(s) <= 40), "")
+        base = base[: MAX_UPLOAD_NAME_CHARS - len(suffix)] + suffix
+    if not base:
+        raise PathNotAllowed(f"Upload file name {_shown(name or '')} has nothing usable in it", "unresolvable")
     return base

@@ -1,4 +1,8 @@
-"""Containment: every attack of the security promises must fail before any file is touched."""
+"""Containment: every attack listed in the security promises must fail before any file is touched.
+
+Every call passes ``allowed_roots`` or an explicit ``env`` mapping, so the real environment of
+the test process never decides an outcome.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from portability.paths import CONTAINMENT_REQUIRED, PathNotAllowed, resolve_contained, sanitize_upload_name
+from portability.paths import (
+    CONTAINMENT_REQUIRED,
+    MAX_COMPONENT_BYTES,
+    MAX_PATH_CHARS,
+    PathNotAllowed,
+    configured_roots,
+    resolve_contained,
+    sanitize_upload_name,
+)
 
 
 @pytest.fixture
@@ -18,97 +30,182 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "exports"
 
 
-def contained(path, root, **kw):
-    return resolve_contained(path, allowed_roots=[root], **kw)
+def contained(path: str | Path, root: Path, **kw: object) -> Path:
+    kw.setdefault("env", {})
+    return resolve_contained(path, allowed_roots=[root], **kw)  # type: ignore[arg-type]
 
 
-def test_inside_and_the_root_itself(root):
+def refused(path: str | Path, root: Path | None, code: str, **kw: object) -> PathNotAllowed:
+    with pytest.raises(PathNotAllowed) as caught:
+        if root is None:
+            resolve_contained(path, **kw)
+        else:
+            contained(path, root, **kw)
+    assert caught.value.code == code, str(caught.value)
+    assert isinstance(caught.value, ValueError)
+    return caught.value
+
+
+def test_inside_the_root_and_the_root_itself(root: Path) -> None:
     assert contained(root / "a.ama.jsonl", root) == root / "a.ama.jsonl"
+    assert contained(root / "new" / "deep" / "b.jsonl", root) == root / "new" / "deep" / "b.jsonl"
     assert contained(root, root) == root
+    assert contained(f"{root}/", root) == root
     assert contained(root / "sub" / ".." / "b.jsonl", root) == root / "b.jsonl"
+    assert contained(os.fsencode(root / "c.jsonl"), root) == root / "c.jsonl"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     "attack",
     [
         "{root}/../outside.txt",
-        "{root}/../../../../etc/passwd",
+        "{root}/../../../../../../etc/passwd",
+        "{root}/sub/../../outside.txt",
+        "{root}/..",
         "/etc/passwd",
-        "{root}/../exports-evil/x",
-        "{root}-evil/x",
+        "/",
+        "{root}-evil/x.jsonl",  # sibling whose name starts with the root's name
+        "{root}/../exports-evil/x.jsonl",
     ],
 )
-def test_escapes_fail(root, attack):
-    with pytest.raises(PathNotAllowed) as caught:
-        contained(attack.format(root=root), root)
-    assert caught.value.code == "escapes_roots"
-    assert "escapes allowed roots" in str(caught.value)
+def test_escapes_are_refused(root: Path, attack: str) -> None:
+    error = refused(attack.format(root=root), root, "escapes_roots")
+    assert str(error).startswith("Portability path escapes allowed roots: ")
+    assert str(error).endswith(f" not in {[str(root)]!r}")
 
 
-def test_encoded_traversal_is_just_a_name_inside(root):
-    assert contained(f"{root}/%2e%2e/%2e%2e/etc", root) == root / "%2e%2e" / "%2e%2e" / "etc"
+def test_the_escape_message_names_the_resolved_path(root: Path, tmp_path: Path) -> None:
+    error = refused(f"{root}/../outside.txt", root, "escapes_roots")
+    assert str(error) == f"Portability path escapes allowed roots: {tmp_path / 'outside.txt'} not in ['{root}']"
 
 
-def test_symlink_pointing_out_fails(root, tmp_path):
-    (root / "link").symlink_to(tmp_path / "outside.txt")
+@pytest.mark.parametrize("name", ["%2e%2e/%2e%2e/etc/passwd", "..%2f..%2fetc", "%252e%252e%252f", "%2E%2E", "..%5c..%5c"])
+def test_percent_encoded_traversal_is_a_literal_name_inside_the_root(root: Path, name: str) -> None:
+    resolved = contained(f"{root}/{name}", root)
+    assert resolved == root / name and resolved.is_relative_to(root)
+
+
+def test_a_symlink_inside_the_root_pointing_out_is_refused(root: Path, tmp_path: Path) -> None:
+    (root / "link.jsonl").symlink_to(tmp_path / "outside.txt")
     (root / "dirlink").symlink_to(tmp_path)
-    with pytest.raises(PathNotAllowed, match=str(tmp_path / "outside.txt")):
-        contained(root / "link", root)
-    with pytest.raises(PathNotAllowed):
-        contained(root / "dirlink" / "outside.txt", root)
+    (root / "dangling.jsonl").symlink_to(tmp_path / "not-yet-there.jsonl")
+    error = refused(root / "link.jsonl", root, "escapes_roots")
+    assert str(tmp_path / "outside.txt") in str(error)  # the target is reported, not the link
+    refused(root / "dirlink" / "outside.txt", root, "escapes_roots")
+    refused(root / "dirlink" / "exports-evil" / "x", root, "escapes_roots")
+    refused(root / "dangling.jsonl", root, "escapes_roots")  # an export would create the file outside
 
 
-@pytest.mark.parametrize("char", ["\x00", "\n", "\r", "\t", "\x7f", "\x1b"])
-def test_control_characters_fail_first(root, char):
-    with pytest.raises(PathNotAllowed) as caught:
-        resolve_contained(f"{root}/a{char}b", allowed_roots=[root])
-    assert caught.value.code == "control_character"
-    # Even with no roots at all, the control character is what is reported.
-    with pytest.raises(PathNotAllowed) as first:
-        resolve_contained(f"/x{char}", env={})
-    assert first.value.code == "control_character"
+def test_a_symlink_that_stays_inside_is_fine(root: Path) -> None:
+    (root / "real.jsonl").write_text("{}")
+    (root / "alias.jsonl").symlink_to(root / "real.jsonl")
+    assert contained(root / "alias.jsonl", root) == root / "real.jsonl"
 
 
-def test_very_long_names_fail(root):
-    with pytest.raises(PathNotAllowed) as caught:
-        contained(root / ("a" * 300), root)
-    assert caught.value.code == "too_long"
-    with pytest.raises(PathNotAllowed):
-        contained(str(root) + "/b" * 3000, root)
+def test_a_root_given_through_a_symlink_is_resolved_too(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "root-link").symlink_to(root)
+    assert contained(root / "a.jsonl", tmp_path / "root-link") == root / "a.jsonl"
+    refused(tmp_path / "outside.txt", tmp_path / "root-link", "escapes_roots")
 
 
-def test_no_roots_fails_closed_with_the_three_ways(tmp_path):
-    with pytest.raises(PathNotAllowed) as caught:
-        resolve_contained(tmp_path / "x", env={})
-    assert caught.value.code == "containment_required"
-    assert str(caught.value) == CONTAINMENT_REQUIRED
-    assert "allowed_roots" in CONTAINMENT_REQUIRED and "MEMORYHUB_PORTABILITY_ROOTS" in CONTAINMENT_REQUIRED
-    assert "allow_uncontained=True" in CONTAINMENT_REQUIRED
+def test_unresolvable_paths(root: Path) -> None:
+    (root / "loop-a").symlink_to(root / "loop-b")
+    (root / "loop-b").symlink_to(root / "loop-a")
+    error = refused(root / "loop-a" / "x", root, "unresolvable")
+    assert str(error).startswith(f"Portability path cannot be resolved: '{root / 'loop-a' / 'x'}' (")
+    error = refused("~nosuchuser-memoryhub/x.jsonl", root, "unresolvable")
+    assert str(error).startswith("Portability path cannot be resolved: '~nosuchuser-memoryhub/x.jsonl' (")
+    refused("", root, "unresolvable")
 
 
-def test_uncontained_only_without_roots(root, tmp_path):
-    assert resolve_contained(tmp_path / "outside.txt", allow_uncontained=True, env={}) == tmp_path / "outside.txt"
-    with pytest.raises(PathNotAllowed):
-        resolve_contained(tmp_path / "outside.txt", allowed_roots=[root], allow_uncontained=True)
+@pytest.mark.parametrize("char", ["\x00", "\n", "\r", "\t", "\x1b", "\x1f", "\x7f"])
+def test_control_characters_are_refused_before_anything_else(root: Path, char: str) -> None:
+    path = f"{root}/a{char}b.jsonl"
+    error = refused(path, root, "control_character")
+    assert str(error) == f"Portability path contains illegal control character: {path!r}"
+    # Not even "no roots configured" or "too long" comes first.
+    refused(f"/x{char}", None, "control_character", env={})
+    refused(f"{root}/{'a' * 300}{char}", root, "control_character")
 
 
-def test_env_roots_and_their_precedence(tmp_path, root):
+def test_a_control_character_in_a_long_path_is_not_echoed_whole(root: Path) -> None:
+    error = refused("/" + "a" * 100_000 + "\x00", root, "control_character")
+    assert len(str(error)) < 400
+
+
+def test_very_long_paths_and_names_are_refused(root: Path) -> None:
+    refused(root / ("a" * (MAX_COMPONENT_BYTES + 1)), root, "too_long")
+    refused(root / ("é" * 128), root, "too_long")  # 256 bytes in UTF-8
+    assert contained(root / ("é" * 127), root) == root / ("é" * 127)
+    assert contained(root / ("a" * MAX_COMPONENT_BYTES), root) == root / ("a" * MAX_COMPONENT_BYTES)
+    error = refused(str(root) + "/b" * MAX_PATH_CHARS, root, "too_long")
+    assert "too long" in str(error)
+    refused(str(root) + "/.." * 2000, root, "too_long")
+
+
+def test_no_roots_fails_closed_with_the_three_ways_out(tmp_path: Path) -> None:
+    error = refused(tmp_path / "x.jsonl", None, "containment_required", env={})
+    assert str(error) == CONTAINMENT_REQUIRED
+    lines = CONTAINMENT_REQUIRED.splitlines()
+    assert lines[0] == "Portability path containment is required. Provide one of:"
+    assert lines[1] == "  - allowed_roots=[<dir>, ...] kwarg, OR"
+    assert lines[2].startswith("  - MEMORYHUB_PORTABILITY_ROOTS or ASTROCYTE_PORTABILITY_ROOTS environment variable")
+    assert lines[3] == "  - allow_uncontained=True for trusted internal callers."
+    # Empty settings are no settings.
+    refused(tmp_path / "x.jsonl", None, "containment_required",
+            env={"MEMORYHUB_PORTABILITY_ROOTS": "", "ASTROCYTE_PORTABILITY_ROOTS": os.pathsep * 3})
+    refused(tmp_path / "x.jsonl", None, "containment_required", allowed_roots=[], env={})
+
+
+def test_uncontained_is_honoured_only_when_there_are_no_roots(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    assert resolve_contained(outside, allow_uncontained=True, env={}) == outside
+    refused(outside, root, "escapes_roots", allow_uncontained=True)
+    refused(outside, None, "escapes_roots", allow_uncontained=True,
+            env={"MEMORYHUB_PORTABILITY_ROOTS": str(root)})
+    # Control characters are refused even for trusted callers.
+    refused(f"{outside}\n", None, "control_character", allow_uncontained=True, env={})
+
+
+def test_environment_roots_and_their_precedence(root: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    env = {"MEMORYHUB_PORTABILITY_ROOTS": f"{root}{os.pathsep}{os.pathsep}{other}",
-           "ASTROCYTE_PORTABILITY_ROOTS": str(tmp_path)}
-    assert resolve_contained(other / "f", env=env) == other / "f"
-    with pytest.raises(PathNotAllowed):
-        resolve_contained(tmp_path / "outside.txt", env=env)  # the ASTROCYTE roots are not consulted
-    assert resolve_contained(tmp_path / "outside.txt",
-                             env={"ASTROCYTE_PORTABILITY_ROOTS": str(tmp_path)}) == tmp_path / "outside.txt"
-    with pytest.raises(PathNotAllowed):
-        resolve_contained(other / "f", allowed_roots=[root], env=env)  # call roots replace the environment
+    both = {"MEMORYHUB_PORTABILITY_ROOTS": f"{root}{os.pathsep}{os.pathsep}{other}{os.pathsep}",
+            "ASTROCYTE_PORTABILITY_ROOTS": str(tmp_path)}
+    assert configured_roots(both) == [root, other]
+    assert resolve_contained(root / "f", env=both) == root / "f"
+    assert resolve_contained(other / "f", env=both) == other / "f"
+    refused(tmp_path / "outside.txt", None, "escapes_roots", env=both)  # ASTROCYTE_ is not consulted
+    astrocyte_only = {"ASTROCYTE_PORTABILITY_ROOTS": str(tmp_path)}
+    assert resolve_contained(tmp_path / "outside.txt", env=astrocyte_only) == tmp_path / "outside.txt"
+    blank_memoryhub = {"MEMORYHUB_PORTABILITY_ROOTS": os.pathsep, **astrocyte_only}
+    assert configured_roots(blank_memoryhub) == [tmp_path]
+    # Roots given by the call replace the environment entirely.
+    refused(other / "f", root, "escapes_roots", env=both)
+    assert resolve_contained(tmp_path / "outside.txt", allowed_roots=[tmp_path], env=both) == tmp_path / "outside.txt"
 
 
-def test_relative_paths_resolve_against_the_working_directory(root, monkeypatch):
+def test_env_none_reads_the_process_environment(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASTROCYTE_PORTABILITY_ROOTS", raising=False)
+    monkeypatch.setenv("MEMORYHUB_PORTABILITY_ROOTS", str(root))
+    assert resolve_contained(root / "a") == root / "a"
+    # An explicit mapping wins over the process environment.
+    refused(root / "a", None, "containment_required", env={})
+
+
+def test_env_roots_are_expanded_and_resolved(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(root.parent))
+    assert configured_roots({"MEMORYHUB_PORTABILITY_ROOTS": "~/exports/sub/.."}) == [root]
+    with pytest.raises(PathNotAllowed) as caught:
+        configured_roots({"MEMORYHUB_PORTABILITY_ROOTS": "~nosuchuser-memoryhub/x"})
+    assert caught.value.code == "unresolvable"
+
+
+def test_relative_paths_resolve_against_the_working_directory(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(root)
     assert resolve_contained("a.jsonl", allowed_roots=[root]) == root / "a.jsonl"
+    assert resolve_contained("a.jsonl", allowed_roots=["."]) == root / "a.jsonl"
+    refused("../outside.txt", root, "escapes_roots")
 
 
 @pytest.mark.parametrize(
@@ -116,17 +213,35 @@ def test_relative_paths_resolve_against_the_working_directory(root, monkeypatch)
     [
         ("bank.ama.jsonl", "bank.ama.jsonl"),
         ("../../etc/passwd", "passwd"),
+        ("/abs/path/x.jsonl", "x.jsonl"),
         ("C:\\Users\\x\\evil.jsonl", "evil.jsonl"),
+        ("..\\..\\windows\\win.ini", "win.ini"),
+        ("dir/..\\mixed/name.csv", "name.csv"),
         (".bashrc", "bashrc"),
+        ("...hidden", "hidden"),
         ("my archive (1).jsonl", "my_archive_1_.jsonl"),
-        ("a\x00b.jsonl", "ab.jsonl"),
+        ("a\x00b\n.jsonl", "ab.jsonl"),
+        ("Zoë 東京.json", "Zo_.json"),
+        ("%2e%2e%2fetc", "_2e_2e_2fetc"),
+        ("_leading_underscore.md", "_leading_underscore.md"),
     ],
 )
-def test_upload_names_are_sanitised(name, safe):
+def test_upload_names_are_sanitised(name: str, safe: str) -> None:
     assert sanitize_upload_name(name) == safe
 
 
-@pytest.mark.parametrize("name", ["", "..", "../", "/"])
-def test_upload_names_with_nothing_usable_fail(name):
+def test_a_long_upload_name_is_capped_and_keeps_its_extension() -> None:
+    name = sanitize_upload_name("a" * 500 + ".ama.jsonl")
+    assert len(name) == 200 and name.endswith(".ama.jsonl")
+    assert len(sanitize_upload_name("x" * 500)) == 200
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "../", "/", "\\", "a/..", "\x00\x01", "...."])
+def test_upload_names_with_nothing_usable_are_refused(name: str) -> None:
     with pytest.raises(PathNotAllowed):
         sanitize_upload_name(name)
+
+
+def test_a_sanitised_upload_name_always_stays_in_the_root(root: Path) -> None:
+    for name in ["../../etc/passwd", "..\\..\\x", "%2e%2e", "a/../../b", ".." + "/" * 10 + "z"]:
+        assert contained(root / sanitize_upload_name(name), root).parent == root
