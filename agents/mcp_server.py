@@ -8,11 +8,13 @@ names, through the same ``run_tool`` the REST routes use.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -20,7 +22,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agents.toolbox import TOOLS, run_tool
-from memoryhub.errors import MemoryHubError, error_body
+from memoryhub.errors import InvalidInput, MemoryHubError, database_error_as_domain_error, error_body
 
 server = MCPServer(name="memoryhub", instructions="Long-term memory banks: retain, recall, reflect, forget, "
                    "observations, mental models and directives; plus the AgentOS memory tools.")
@@ -50,21 +52,39 @@ def _raw_token(headers: Any) -> str:
     return headers.get("x-api-key", "").strip()
 
 
+class ToolFailed(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("detail", ""))
+        self.error = error
+
+
 def _call_sync(raw: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    principal = _principal_sync(raw)
-    if principal is None:
-        return {"error": "AuthenticationFailed", "detail": "Invalid or revoked token"}
     try:
+        principal = _principal_sync(raw)
+        if principal is None:
+            raise ToolFailed({"error": "AuthenticationFailed", "detail": "Invalid or revoked token", "status": 401})
         return run_tool(principal, name, {k: v for k, v in args.items() if v is not None})
     except MemoryHubError as exc:
-        # Astrocyte's MCP tools answer errors as data naming the exception, not as protocol errors.
-        return {"error": type(exc).__name__, "detail": exc.message}
+        name = "InvalidInput" if isinstance(exc, InvalidInput) else type(exc).__name__
+        raise ToolFailed({"error": name, "detail": exc.message, "status": exc.status, **exc.extra}) from None
+    except Exception as exc:
+        answer = database_error_as_domain_error(exc)
+        if answer is None:
+            raise
+        raise ToolFailed({"error": type(answer).__name__, "detail": answer.message, "status": answer.status,
+                          **answer.extra}) from None
 
 
 async def call(ctx: Context, name: str, **args: Any) -> dict[str, Any]:
     request = ctx.request_context.request
     headers = request.headers if request is not None else {}
-    return await sync_to_async(_call_sync, thread_sensitive=True)(_raw_token(headers), name, args)
+    try:
+        return await sync_to_async(_call_sync, thread_sensitive=True)(_raw_token(headers), name, args)
+    except ToolFailed as failed:
+        # An error result (isError: true) whose text is the same JSON object Astrocyte's tools answer
+        # with ({"error": <exception name>, "detail": ...}), so both kinds of client read it.
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(failed.error))],  # type: ignore[return-value]
+                              is_error=True)
 
 
 @server.tool(description=TOOLS["memory_retain"].description)

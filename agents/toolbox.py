@@ -34,6 +34,7 @@ from banks.services.mental_models import (
 from banks.services.observations import observation_create, observation_delete, observation_get
 from banks.services.reflect import reflect
 from memoryhub.errors import InvalidInput, NotFound
+from memoryhub.input_rules import check_storable, utc_datetime
 from portability.formats.common import parse_time
 
 
@@ -46,9 +47,19 @@ class Tool:
     create_bank: bool = False
 
 
+def _time(a: dict[str, Any], key: str) -> Any:
+    raw = a.get(key)
+    if raw is None or raw == "":
+        return None
+    parsed = parse_time(raw)
+    if parsed is None:
+        raise InvalidInput("not a date or date-time (ISO 8601 or epoch seconds)", field=key)
+    return utc_datetime(parsed, key)
+
+
 def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, tags=a.get("tags"),
-                            metadata=a.get("metadata"), occurred_at=parse_time(a.get("occurred_at")),
+                            metadata=a.get("metadata"), occurred_at=_time(a, "occurred_at"),
                             source=a.get("source"))
     return render.retain_result(outcome)
 
@@ -57,7 +68,7 @@ def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     outcome = recall_bank(bank, a.get("query", ""), max_results=max(1, min(int(a.get("max_results") or 10), 1000)),
                           max_tokens=a.get("max_tokens"), filters=RecallFilters(
                               tags=a.get("tags"), fact_types=a.get("fact_types"),
-                              as_of=parse_time(a.get("as_of"))))
+                              as_of=_time(a, "as_of")))
     return render.recall_result(outcome)
 
 
@@ -142,9 +153,18 @@ def _delete_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     return {"deleted": mental_model_delete(model=model, actor=actor)}
 
 
-def _agentos(fn: Callable[..., dict[str, Any]], *keys: str) -> Callable[[Bank, str, dict[str, Any]], dict[str, Any]]:
+def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str, ...] = ()
+             ) -> Callable[[Bank, str, dict[str, Any]], dict[str, Any]]:
     def run(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-        return fn(bank=bank, actor=actor, **{k: a[k] for k in keys if k in a})
+        for key in required:
+            if a.get(key) in (None, "", []):
+                raise InvalidInput("Field required", field=key)
+        for key in ("traceId", "content", "type", "scope"):
+            if a.get(key) is not None and not isinstance(a[key], str):
+                raise InvalidInput("must be a string", field=key)
+        if "traceIds" in a and not (isinstance(a["traceIds"], list) and all(isinstance(t, str) for t in a["traceIds"])):
+            raise InvalidInput("must be a list of strings", field="traceIds")
+        return fn(bank=bank, actor=actor, **{k: a[k] for k in (*required, *keys) if k in a})
 
     return run
 
@@ -169,12 +189,12 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("memory_create_mental_model", "write", _create_model, "Create or replace a mental model."),
     Tool("memory_update_mental_model", "write", _update_model, "Apply delta operations to a mental model."),
     Tool("memory_delete_mental_model", "forget", _delete_model, "Delete a mental model (soft)."),
-    Tool("memory_add", "write", _agentos(agent_memory_add, "content", "type", "scope", "tags"),
+    Tool("memory_add", "write", _agentos(agent_memory_add, "type", "scope", "tags", required=("content",)),
          "AgentOS: store a trace (type episodic|semantic|procedural|prospective).", create_bank=True),
-    Tool("memory_update", "write", _agentos(agent_memory_update, "traceId", "content", "tags"),
+    Tool("memory_update", "write", _agentos(agent_memory_update, "content", "tags", required=("traceId",)),
          "AgentOS: change a trace's content or tags."),
-    Tool("memory_delete", "forget", _agentos(agent_memory_delete, "traceId"), "AgentOS: soft-delete a trace."),
-    Tool("memory_merge", "write", _agentos(agent_memory_merge, "traceIds", "content"),
+    Tool("memory_delete", "forget", _agentos(agent_memory_delete, required=("traceId",)), "AgentOS: soft-delete a trace."),
+    Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",)),
          "AgentOS: merge two or more traces into one."),
     Tool("memory_search", "read", _search, "AgentOS: full-text search with type/scope filters."),
 ]}
@@ -186,6 +206,7 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
         raise NotFound(f"unknown tool {name!r}")
     if not isinstance(args, dict):
         raise InvalidInput("arguments must be an object")
+    check_storable(args)
     permission = tool.permission
     if name == "memory_reflect" and not args.get("query"):
         permission = "write"

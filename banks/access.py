@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 
 from banks.models import Bank, BankMembership, BankRole
 from memoryhub.errors import AccessDenied, BankNotFound, InvalidInput
+from memoryhub.input_rules import check_bank_id
 
 PERMISSIONS = ("read", "write", "forget", "admin")
 ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
@@ -98,6 +99,7 @@ def bank_for(principal: Principal, bank_id: str, permission: str, *, create: boo
     """
     if not isinstance(bank_id, str) or not bank_id:
         raise InvalidInput("Field required", field="bank_id")
+    check_bank_id(bank_id)
     perms = principal.permissions_for(bank_id)
     if permission not in perms:
         raise AccessDenied(principal.label, permission, bank_id)

@@ -71,6 +71,36 @@ class ProviderUnavailable(MemoryHubError):
     status, code = 503, "provider_unavailable"
 
 
+class ServiceUnavailable(MemoryHubError):
+    """A part MemoryHub depends on (database, broker) cannot be reached: try again shortly."""
+
+    status, code = 503, "service_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int = 5, **extra: Any) -> None:
+        super().__init__(message, retry_after=retry_after, retry_after_seconds=retry_after, **extra)
+        self.retry_after = retry_after
+
+
+DATABASE_RETRY_AFTER = 5
+
+
+def database_error_as_domain_error(exc: BaseException) -> MemoryHubError | None:
+    """The answer a database error deserves, or None when it is a bug (a 500).
+
+    An unreachable or restarting server (OperationalError, InterfaceError) is a 503 the
+    client retries; a value the column type refuses (DataError) is the caller's 400.
+    """
+    from django.db import DataError, InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        return ServiceUnavailable("The database is unavailable; try again shortly",
+                                  retry_after=DATABASE_RETRY_AFTER)
+    if isinstance(exc, DataError):
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid value"
+        return InvalidInput(f"a value cannot be stored: {first_line}")
+    return None
+
+
 def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"detail": message, "error": {"code": code, "message": message}, **extra}
 
@@ -106,11 +136,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
 
     from banks.providers.base import ProviderError
 
+    exc = database_error_as_domain_error(exc) or exc
     if isinstance(exc, MemoryHubError):
         body = error_body(exc.status, exc.code, exc.message, **exc.extra)
         if getattr(exc, "field", None):
             body["error"]["field"] = exc.field
-        return Response(body, status=exc.status)
+        response = Response(body, status=exc.status)
+        if isinstance(exc, ServiceUnavailable):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, ProviderError):
         return Response(error_body(503, "provider_unavailable", str(exc), provider=exc.provider), status=503)
     if isinstance(exc, DjangoValidationError):

@@ -67,3 +67,19 @@ class BodySizeLimitMiddleware:
                     error_body(413, "request_too_large", f"Request body too large (limit {limit} bytes)"), status=413
                 )
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """Outside DRF (pages, /health, the admin): a database that cannot be reached is a 503 with
+    Retry-After, as JSON for API callers and as a page for people, never a bare 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from memoryhub.views import database_unavailable_response
+
+        return database_unavailable_response(request, exception)

@@ -6,15 +6,19 @@ call, else ``MEMORYHUB_PORTABILITY_ROOTS``, else ``ASTROCYTE_PORTABILITY_ROOTS``
 (split on ``os.pathsep``); with no roots only an explicitly uncontained trusted
 caller gets through; with roots the resolved path must be a root or lie under
 one, compared component by component. All of it happens before any file is
-opened. Percent-encoding is never decoded: ``%2e%2e`` is an ordinary name.
+opened. Tricks are refused, not interpreted: a segment that percent-decodes to ``.``,
+``..`` or a separator, dots drawn with look-alike characters or combining marks, and
+bidi, format, line-separator or surrogate characters.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import unquote
 
 ENV_ROOTS = ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS")
 MAX_PATH_CHARS = 4096
@@ -23,6 +27,10 @@ MAX_UPLOAD_NAME_CHARS = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _SEPARATORS = re.compile(r"[/\\]")
+# Control, format (bidi overrides, zero-width), line/paragraph separators, lone surrogates.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Characters that render as one or two dots: a name made of them reads as "." or "..".
+_DOT_LOOKALIKES = frozenset("\u2024\u2025\u2026\ufe52\uff0e\u3002\uff61\u0701\u0702\ua4f8\u2e33\u00b7")
 
 CONTAINMENT_REQUIRED = (
     "Portability path containment is required. Provide one of:\n"
@@ -34,8 +42,8 @@ CONTAINMENT_REQUIRED = (
 
 
 class PathNotAllowed(ValueError):
-    """A path refused by containment. ``code`` is one of ``control_character``, ``too_long``,
-    ``unresolvable``, ``containment_required``, ``escapes_roots``."""
+    """A path refused by containment. ``code`` is one of ``control_character``, ``deceptive_segment``,
+    ``too_long``, ``unresolvable``, ``containment_required``, ``escapes_roots``."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
@@ -69,10 +77,50 @@ def configured_roots(env: Mapping[str, str] | None = None) -> list[Path]:
     return []
 
 
+def _refused_character(text: str) -> str | None:
+    for char in text:
+        if unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def _deceptive_segment(segment: str) -> str | None:
+    """Why a path segment would be read as something it does not look like, or None."""
+    decoded = segment
+    for _ in range(3):  # %252e%252e decodes twice
+        try:
+            step = unquote(decoded, errors="strict") if "%" in decoded else decoded
+        except UnicodeDecodeError:
+            break
+        if step == decoded:
+            break
+        decoded = step
+    if decoded != segment and (decoded in {".", ".."} or _SEPARATORS.search(decoded)):
+        return f"percent-encoded dot segment or separator {segment!r}"
+    if any(char in _DOT_LOOKALIKES for char in segment):
+        return f"dot look-alike character in {segment!r}"
+    for index, char in enumerate(segment):
+        if unicodedata.combining(char) and index and segment[index - 1] == ".":
+            return f"combining mark on a dot in {segment!r}"
+    return None
+
+
+def _check_name_tricks(text: str) -> None:
+    refused = _refused_character(text)
+    if refused:
+        raise PathNotAllowed(f"Portability path contains an illegal character ({refused}: control, format, "
+                             "separator or surrogate)", "control_character")
+    for segment in _SEPARATORS.split(text):
+        deceptive = _deceptive_segment(segment)
+        if deceptive:
+            raise PathNotAllowed(f"Portability path refused: {deceptive}", "deceptive_segment")
+
+
 def _check_text(text: str) -> None:
     if _CONTROL.search(text):
         raise PathNotAllowed(f"Portability path contains illegal control character: {_shown(text)}",
                              "control_character")
+    _check_name_tricks(text)
     if not text:
         raise PathNotAllowed("Portability path is empty", "unresolvable")
     if len(text) > MAX_PATH_CHARS:
@@ -116,7 +164,9 @@ def sanitize_upload_name(name: str) -> str:
     """A safe file name from what a browser sent: the last component only (after ``/`` or ``\\``),
     no control characters, only ``[A-Za-z0-9._-]``, no leading dot, at most 200 characters."""
     base = _SEPARATORS.split(name or "")[-1]
-    base = _CONTROL.sub("", base)
+    if _CONTROL.search(base):
+        raise PathNotAllowed("Upload file name contains a control character", "control_character")
+    _check_name_tricks(base)
     base = _UNSAFE_NAME.sub("_", base).lstrip(".")
     if len(base) > MAX_UPLOAD_NAME_CHARS:
         # Keep a sensible extension: the archive format is often recognised by it (.ama.jsonl).

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memoryhub.input_rules import UnstorableInput, check_storable, utc_datetime
+
 
 @dataclass
 class EntityRecord:
@@ -69,3 +71,23 @@ class ArchiveHeader:
     provider: str | None = None
     memory_count: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def record_problem(record: MemoryRecord) -> str | None:
+    """Why ``record`` cannot be stored (NUL, lone surrogate, a time no reader can show), or None.
+
+    Times are normalised to UTC in place, so every format is held to the API's rule.
+    """
+    try:
+        check_storable({"id": record.memory_id, "text": record.text, "fact_type": record.fact_type,
+                        "tags": record.tags, "metadata": record.metadata, "source": record.source,
+                        "memory_layer": record.memory_layer,
+                        "entities": [[e.name, e.entity_type, e.aliases] for e in record.entities],
+                        "links": [[link.target_id, link.link_type] for link in record.links]})
+        for name in ("occurred_at", "created_at", "retained_at"):
+            value = getattr(record, name)
+            if value is not None:
+                setattr(record, name, utc_datetime(value, name))
+    except UnstorableInput as exc:
+        return str(exc)
+    return None

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
-from banks.api.wire import Depth, ResultCount, WireModel
+from banks.api.wire import Depth, Int32, ResultCount, WireModel
 
 
 class ReflectRequest(WireModel):
@@ -106,7 +106,7 @@ class DirectiveCreateRequest(WireModel):
     rule_text: str = Field(validation_alias=AliasChoices("rule_text", "text", "rule"))
     directive_id: str | None = None
     scope: str = "bank"
-    priority: int = 0
+    priority: Int32 = 0
 
 
 class DirectiveUpdateRequest(WireModel):
@@ -114,7 +114,7 @@ class DirectiveUpdateRequest(WireModel):
     rule_text: str | None = Field(default=None, validation_alias=AliasChoices("rule_text", "text", "rule"))
     scope: str | None = None
     is_active: bool | None = Field(default=None, validation_alias=AliasChoices("is_active", "active"))
-    priority: int | None = None
+    priority: Int32 | None = None
     expected_revision: int | None = None
 
 

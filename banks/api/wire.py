@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from django.conf import settings
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from memoryhub.errors import InvalidInput
+from memoryhub.input_rules import UnstorableInput, check_int32, check_storable, utc_datetime
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -16,12 +17,18 @@ M = TypeVar("M", bound=BaseModel)
 class WireModel(BaseModel):
     # Like Astrocyte's gateway: unknown keys are ignored, "5" is read as 5.
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Top-level fields judged by their own rule instead of the storable-text check (a filesystem
+    # path is refused by path containment, with its 422).
+    raw_fields: ClassVar[frozenset[str]] = frozenset()
 
 
 def _utc(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
+    # UnstorableInput is a ValueError: pydantic reports it against the field's location.
+    return utc_datetime(value) if value is not None else None
+
+
+def _int32(value: int) -> int:
+    return check_int32(value)
 
 
 def _clamp_results(value: Any) -> Any:
@@ -37,6 +44,8 @@ def _clamp_depth(value: Any) -> Any:
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+# Columns such as a directive's priority are PostgreSQL ``integer``.
+Int32 = Annotated[int, AfterValidator(_int32)]
 ResultCount = Annotated[int, BeforeValidator(_clamp_results)]
 Depth = Annotated[int, BeforeValidator(_clamp_depth)]
 
@@ -53,6 +62,11 @@ def format_errors(exc: ValidationError) -> str:
 def parse(model: type[M], data: Any) -> M:
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
+    try:
+        raw: frozenset[str] = getattr(model, "raw_fields", frozenset())
+        check_storable({k: v for k, v in data.items() if k not in raw} if raw else data)
+    except UnstorableInput as exc:
+        raise InvalidInput(exc.reason, field=exc.field) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from banks.models import AuditEvent, Bank
+from memoryhub.input_rules import check_text
 
 # An event lists at most this many target ids; the full count goes in details.
 MAX_TARGET_IDS = 1000
@@ -22,6 +23,8 @@ def audit_record(
     details: dict[str, Any] | None = None,
     bank_ref: str | None = None,
 ) -> AuditEvent:
+    # Reasons arrive from every surface (forms, API, commands); the column cannot hold NUL.
+    check_text(reason or "", "reason")
     targets = [str(t) for t in target_ids]
     details = dict(details or {})
     if len(targets) > MAX_TARGET_IDS:

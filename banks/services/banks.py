@@ -4,28 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.models import Bank, BankMembership, Memory
-from banks.models.banks import bank_id_validator
 from banks.services.audit import audit_record
 from memoryhub.errors import Conflict, InvalidInput
+from memoryhub.input_rules import check_bank_id, check_storable
 
 DELETE_CHUNK = 5000
 _EDITABLE = ("name", "description", "embedding_provider", "dedup_threshold", "config")
 
 
 def _validate_bank_id(bank_id: str) -> None:
-    try:
-        bank_id_validator(bank_id)
-    except ValidationError:
-        raise InvalidInput(
-            f"Invalid bank_id {bank_id!r}: must be 1-255 characters, start with a letter or digit, "
-            "and contain only [a-zA-Z0-9._:@-]",
-            field="bank_id",
-        ) from None
+    if not isinstance(bank_id, str):
+        raise InvalidInput("must be a string", field="bank_id")
+    check_bank_id(bank_id)
 
 
 def bank_create(
@@ -39,6 +33,7 @@ def bank_create(
     owner: Any = None,
 ) -> Bank:
     _validate_bank_id(bank_id)
+    check_storable({"name": name, "description": description, "config": config or {}})
     existing = Bank.objects.filter(bank_id=bank_id).first()
     if existing is not None:
         if existing.deleted_at is None and get_existing:
@@ -62,6 +57,7 @@ def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
     unknown = set(changes) - set(_EDITABLE)
     if unknown:
         raise InvalidInput(f"cannot be changed (editable: {', '.join(_EDITABLE)})", field=sorted(unknown)[0])
+    check_storable({k: v for k, v in changes.items() if k != "dedup_threshold"})
     threshold = changes.get("dedup_threshold")
     if threshold is not None and not 0.0 < float(threshold) <= 1.0:
         raise InvalidInput("must be in (0, 1]", field="dedup_threshold")

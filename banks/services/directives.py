@@ -15,6 +15,7 @@ from banks.models import Bank, MentalModel
 from banks.services.audit import audit_record
 from banks.services.mental_models import mental_model_create, mental_model_save_revision
 from memoryhub.errors import InvalidInput
+from memoryhub.input_rules import check_int32, check_text
 
 
 def rule_document(rule_text: str) -> StructuredDocument:
@@ -27,12 +28,13 @@ def _rule(rule_text: object) -> str:
         raise InvalidInput("a directive needs its rule text", field="rule_text")
     if len(rule_text) > 10_000:
         raise InvalidInput("longer than 10000 characters", field="rule_text")
-    return rule_text.strip()
+    return check_text(rule_text, "rule_text").strip()
 
 
 def directive_create(*, bank: Bank, rule_text: str, actor: str, directive_id: str | None = None,
                      scope: str = "bank", priority: int = 0) -> MentalModel:
     text = _rule(rule_text)
+    check_int32(priority, "priority")
     model = mental_model_create(
         bank=bank, model_id=directive_id or f"directive:{uuid.uuid4().hex[:12]}", title="Directive", actor=actor,
         structured_doc=rule_document(text).model_dump(), scope=scope or "bank", kind=MentalModel.Kind.DIRECTIVE,
@@ -56,6 +58,7 @@ def directive_update(*, directive: MentalModel, actor: str, rule_text: str | Non
     if is_active is not None and is_active != directive.is_active:
         flags["is_active"] = is_active
     if priority is not None and priority != directive.priority:
+        check_int32(priority, "priority")
         flags["priority"] = priority
     if flags:
         with transaction.atomic():

@@ -21,6 +21,7 @@ from banks.providers import get_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.vectors import distance_sql, nearest_rows, vector_literal
 from memoryhub.errors import Conflict, InvalidInput, NotFound
+from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
 
 @dataclass
@@ -41,7 +42,7 @@ def validate_text(text: Any, field: str = "content") -> str:
         raise InvalidInput("Content is empty", field=field)
     if len(text) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
         raise InvalidInput(f"Content too long: {len(text)} > {settings.MEMORYHUB_MAX_CONTENT_CHARS}", field=field)
-    return text
+    return check_text(text, field)
 
 
 def validate_tags(tags: Any) -> list[str]:
@@ -51,10 +52,25 @@ def validate_tags(tags: Any) -> list[str]:
         raise InvalidInput("must be a list of strings", field="tags")
     if len(tags) > settings.MEMORYHUB_MAX_TAGS:
         raise InvalidInput(f"Too many tags ({len(tags)} > {settings.MEMORYHUB_MAX_TAGS})", field="tags")
-    cleaned = [t.strip() for t in tags if t.strip()]
+    cleaned = [check_text(t, "tags").strip() for t in tags if t.strip()]
     if any(len(t) > 255 for t in cleaned):
         raise InvalidInput("a tag is longer than 255 characters", field="tags")
     return list(dict.fromkeys(cleaned))
+
+
+def validate_time(value: datetime | None, field: str) -> datetime | None:
+    return utc_datetime(value, field) if value is not None else None
+
+
+def validate_label(value: str | None, field: str, max_length: int) -> str | None:
+    """Short strings stored as given (ids, fact types, layers, sources)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("must be a string", field=field)
+    if len(value) > max_length:
+        raise InvalidInput(f"longer than {max_length} characters", field=field)
+    return check_text(value, field)
 
 
 def validate_metadata(metadata: Any) -> tuple[dict[str, Any], list[str]]:
@@ -62,6 +78,7 @@ def validate_metadata(metadata: Any) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     if not isinstance(metadata, dict):
         raise InvalidInput("must be an object", field="metadata")
+    check_storable(metadata, "metadata", depth=1)
     cleaned, dropped = clean_metadata(metadata)
     if metadata_size(cleaned) > settings.MEMORYHUB_MAX_METADATA_BYTES:
         raise InvalidInput(f"larger than {settings.MEMORYHUB_MAX_METADATA_BYTES} bytes", field="metadata")
@@ -138,8 +155,12 @@ def memory_retain(
     text = validate_text(text)
     tags = validate_tags(tags)
     metadata, dropped = validate_metadata(metadata)
-    if source is not None and len(source) > 2048:
-        raise InvalidInput("longer than 2048 characters", field="source")
+    source = validate_label(source, "source", 2048)
+    memory_id = validate_label(memory_id, "memory_id", 255)
+    fact_type = validate_label(fact_type, "fact_type", 64)
+    memory_layer = validate_label(memory_layer, "memory_layer", 64)
+    occurred_at = validate_time(occurred_at, "occurred_at")
+    created_at = validate_time(created_at, "created_at")
     digest = content_hash(text)
     existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
     if existing:
@@ -241,8 +262,10 @@ def memory_update(
     if fact_type is not None and fact_type != memory.fact_type:
         if not fact_type.strip() or len(fact_type) > 64:
             raise InvalidInput("must be 1-64 characters", field="fact_type")
+        check_text(fact_type, "fact_type")
         memory.fact_type = fact_type
         changed.append("fact_type")
+    occurred_at = validate_time(occurred_at, "occurred_at")
     if occurred_at is not None and occurred_at != memory.occurred_at:
         memory.occurred_at = occurred_at
         changed.append("occurred_at")

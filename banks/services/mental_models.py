@@ -29,6 +29,7 @@ from banks.live.structured_doc import (
 from banks.models import Bank, MentalModel, MentalModelRevision
 from banks.services.audit import audit_record
 from memoryhub.errors import Conflict, InvalidInput, NotFound
+from memoryhub.input_rules import check_text
 
 
 def _document(content: str | None, sections: list[dict[str, Any]] | None,
@@ -45,7 +46,7 @@ def _document(content: str | None, sections: list[dict[str, Any]] | None,
         raise InvalidInput("one of content, sections or structured_doc is required", field="content")
     if not isinstance(content, str):
         raise InvalidInput("must be a string", field="content")
-    return parse_markdown(content)
+    return parse_markdown(check_text(content, "content"))
 
 
 def _clean_ids(source_ids: Any) -> list[str]:
@@ -118,6 +119,8 @@ def mental_model_create(
         raise InvalidInput("must be 1-255 characters", field="model_id")
     if not isinstance(title, str) or not title.strip():
         raise InvalidInput("Field required", field="title")
+    check_text(title, "title")
+    check_text(model_id, "model_id")
     doc = _document(content, sections, structured_doc)
     ids = _clean_ids(source_ids)
     existing = MentalModel.objects.filter(bank=bank, model_id=model_id).first()

@@ -20,6 +20,7 @@ from banks.models import Bank, Memory, Observation, ObservationEvidence
 from banks.providers import get_embedder
 from banks.services.audit import audit_record
 from memoryhub.errors import InvalidInput, NotFound
+from memoryhub.input_rules import check_text
 
 MIN_CONFIDENCE = 0.5
 
@@ -29,7 +30,7 @@ def _text(text: Any) -> str:
         raise InvalidInput("an observation needs text", field="text")
     if len(text) > 10_000:
         raise InvalidInput("longer than 10000 characters", field="text")
-    return text.strip()
+    return check_text(text, "text").strip()
 
 
 def _confidence(value: Any) -> float:

@@ -21,6 +21,7 @@ from portability.services import archive_export, archive_import
 
 
 class ExportRequest(WireModel):
+    raw_fields = frozenset({"path"})
     bank_id: str
     path: str
     include_embeddings: bool = False
@@ -30,6 +31,7 @@ class ExportRequest(WireModel):
 
 
 class ImportRequest(WireModel):
+    raw_fields = frozenset({"path"})
     bank_id: str
     path: str
     on_conflict: Literal["skip", "overwrite", "error"] = "skip"

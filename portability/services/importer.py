@@ -25,7 +25,7 @@ from banks.models import Bank, Memory, MemoryLink
 from banks.services.audit import audit_record
 from banks.services.memories import attach_entities, bank_embedder
 from memoryhub.errors import InvalidInput
-from portability.records import MemoryRecord, RecordError
+from portability.records import MemoryRecord, RecordError, record_problem
 
 ON_CONFLICT = ("skip", "overwrite", "error")
 MAX_ERRORS_REPORTED = 1000
@@ -115,6 +115,9 @@ class _Importer:
             elif not item.text.strip():
                 report.invalid += 1
                 report.note(item.position, "empty text")
+            elif (problem := record_problem(item)) is not None:
+                report.invalid += 1
+                report.note(item.position, problem)
             else:
                 if not item.memory_id:
                     item.memory_id = new_memory_id()

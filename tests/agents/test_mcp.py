@@ -56,6 +56,10 @@ async def session_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> 
                 results = []
                 for name, args in calls:
                     result = await session.call_tool(name, args)
+                    if result.is_error:
+                        # Failures are error results whose text is Astrocyte's {"error", "detail"} object.
+                        results.append({**json.loads(result.content[0].text), "isError": True})
+                        continue
                     payload = result.structured_content
                     if payload is None:
                         payload = json.loads(result.content[0].text)
@@ -99,7 +103,7 @@ def test_tools_through_a_real_mcp_session(mcp_url, make_bank, make_token):
         {"op": "add_section", "heading": "B", "level": 2, "assigned_id": "b"}], "skipped": []}
     assert [m["model_id"] for m in models["models"]] and observations["observations"][0]["text"] == "Likes jazz."
     assert reflect["directives"] == ["Answer briefly."] and "jazz" in reflect["answer"]
-    assert denied["error"] == "AccessDenied"
+    assert denied["error"] == "AccessDenied" and denied["isError"] is True and denied["status"] == 403
     assert Memory.objects.filter(bank__bank_id="user-alice").count() == 2
 
 
@@ -119,4 +123,19 @@ def test_mcp_enforces_permissions_per_tool(mcp_url, make_bank, make_token):
         ("memory_recall", {"query": "x", "bank_id": "user-alice"}),
         ("memory_delete", {"traceId": "x", "bank_id": "user-alice"}),
     ]))
-    assert results[0]["error"] == "AccessDenied" and "hits" in results[1] and results[2]["error"] == "AccessDenied"
+    assert results[0]["error"] == "AccessDenied" and results[0]["isError"] is True
+    assert "hits" in results[1] and "isError" not in results[1]
+    assert results[2]["error"] == "AccessDenied" and results[2]["isError"] is True
+
+
+def test_mcp_refuses_unstorable_arguments_as_error_results(mcp_url, make_bank, make_token):
+    make_bank("user-alice")
+    token = make_token({"user-alice": ["read", "write", "forget"]})
+    _, results = asyncio.run(session_calls(mcp_url, token, [
+        ("memory_retain", {"content": "nul\x00byte", "bank_id": "user-alice"}),
+        ("memory_retain", {"content": "x", "bank_id": "user-alice", "occurred_at": "0001-01-01T00:00:00+14:00"}),
+    ]))
+    assert [r["error"] for r in results] == ["InvalidInput", "InvalidInput"]
+    assert all(r["isError"] is True and r["status"] == 400 for r in results)
+    assert "NUL" in results[0]["detail"] and "occurred_at" in results[1]["detail"]
+    assert Memory.objects.filter(bank__bank_id="user-alice").count() == 0

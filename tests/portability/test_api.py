@@ -51,6 +51,12 @@ ATTACKS = [
     "{root}/a\x00b.jsonl",
     "{root}/a\nb.jsonl",
     "{root}/" + "n" * 400,
+    "{root}/%2e%2e/secret.txt",
+    "{root}/%2E./secret.txt",
+    "{root}/.%2e/secret.txt",
+    "{root}/a\ud800b.jsonl",
+    "{root}/a\u202eb.jsonl",
+    "{root}/\u2025/secret.txt",
 ]
 
 
@@ -61,8 +67,9 @@ def test_every_path_attack_fails_closed_and_touches_nothing(api, roots, tmp_path
     memory_retain(bank=api_bank(), text="Alice likes jazz.", actor="test")
     before = snapshot(tmp_path)
     path = attack.format(root=roots)
-    exported = api.post("/v1/export", {**B, "path": path})
-    imported = api.post("/v1/import", {**B, "path": path})
+    # json.dumps escapes a lone surrogate as \ud800, as a client would send it.
+    exported = api.post("/v1/export", json.dumps({**B, "path": path}))
+    imported = api.post("/v1/import", json.dumps({**B, "path": path}))
     assert exported.status_code == 422 and imported.status_code == 422
     assert exported.json()["error"]["code"] == "unprocessable"
     assert snapshot(tmp_path) == before
