@@ -20,3 +20,6 @@ MEMORYHUB_PORTABILITY_ROOTS = ""
 
 # Several test runs may share one embedded server (parallel sessions, xdist): each gets its own database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_memoryhub_{os.environ.get('MEMORYHUB_TEST_DB_SUFFIX', os.getpid())}"}  # noqa: F405
+
+# The hashing embedder keeps the suite fast; tests of the local model name it explicitly.
+MEMORYHUB_EMBEDDINGS = os.environ.get("MEMORYHUB_TEST_EMBEDDINGS", "hashing")

@@ -1,14 +1,19 @@
 """Text embeddings.
 
-``hashing`` (default) is deterministic and needs no model: signed feature
-hashing of words, word pairs and character trigrams, L2-normalised. Near-
-identical texts land close together, which is what dedup needs, and shared
-words pull related texts together for recall.
+``minilm`` (default) is all-MiniLM-L6-v2 run on the CPU from weights that an
+installed package ships (see banks.providers.minilm): semantic recall offline.
+
+``hashing`` is deterministic and needs no model: signed feature hashing of
+words, word pairs and character trigrams, L2-normalised. Near-identical texts
+land close together, which is what dedup needs, and shared words pull related
+texts together. Tests use it for speed, and it is the fallback when the local
+model cannot load (``embedder_status`` says so, and /health and the UI show it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import re
 from functools import lru_cache
@@ -19,6 +24,9 @@ from django.conf import settings
 from banks.providers.base import ProviderError, post_json
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+logger = logging.getLogger(__name__)
+# Specs whose local model failed to load, with the reason: they run on the hashing fallback.
+_FALLBACKS: dict[str, str] = {}
 
 
 class Embedder(Protocol):
@@ -108,8 +116,18 @@ class SentenceTransformerEmbedder:
 
 
 def build_embedder(spec: str) -> Embedder:
-    """``hashing``, ``hashing:<dims>``, ``sentence-transformers:<model>``, ``openai:<model>``."""
+    """``minilm``, ``hashing``, ``hashing:<dims>``, ``sentence-transformers:<model>``, ``openai:<model>``."""
     kind, _, arg = spec.partition(":")
+    if kind == "minilm":
+        try:
+            from banks.providers.minilm import MiniLMEmbedder
+
+            return MiniLMEmbedder()
+        except Exception as exc:  # any failure to load the local model means the fallback, reported
+            reason = f"{exc.__class__.__name__}: {exc}"
+            logger.warning("embedding model %s could not load (%s); using the hashing embedder", spec, reason)
+            _FALLBACKS[spec] = reason
+            return HashingEmbedder(384)
     if kind == "hashing":
         return HashingEmbedder(int(arg) if arg else 384)
     if kind == "sentence-transformers":
@@ -122,8 +140,8 @@ def build_embedder(spec: str) -> Embedder:
             dimensions=settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS,
             timeout=settings.MEMORYHUB_PROVIDER_TIMEOUT,
         )
-    raise ProviderError(spec, f"Unknown embeddings provider {spec!r}; use hashing, sentence-transformers:<model> "
-                              "or openai:<model>")
+    raise ProviderError(spec, f"Unknown embeddings provider {spec!r}; use minilm, hashing, "
+                              "sentence-transformers:<model> or openai:<model>")
 
 
 @lru_cache(maxsize=8)
@@ -134,6 +152,16 @@ def _cached(spec: str, url: str, timeout: float) -> Embedder:
 def get_embedder(spec: str | None = None) -> Embedder:
     spec = spec or settings.MEMORYHUB_EMBEDDINGS
     return _cached(spec, settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_PROVIDER_TIMEOUT)
+
+
+def embedder_status(spec: str | None = None) -> dict[str, object]:
+    """What the server's default embeddings really are: the configured spec, the model in use, any fallback."""
+    spec = spec or settings.MEMORYHUB_EMBEDDINGS
+    embedder = get_embedder(spec)
+    reason = _FALLBACKS.get(spec)
+    return {"configured": spec, "model": embedder.name, "dimensions": embedder.dimensions,
+            "semantic": not embedder.name.startswith("hashing"), "fallback": reason is not None,
+            "fallback_reason": reason}
 
 
 def cosine(a: list[float], b: list[float]) -> float:
