@@ -1,7 +1,10 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
+from curation.converters import RecordIdConverter
 from curation.views import banks, live, memories, records
+
+register_converter(RecordIdConverter, "rid")
 
 app_name = "curation"
 
@@ -15,15 +18,15 @@ urlpatterns = [
     path("banks/<str:bank_id>/memories/", memories.memory_list, name="memories"),
     path("banks/<str:bank_id>/memories/new", memories.memory_new, name="memory-new"),
     path("banks/<str:bank_id>/memories/bulk", memories.memory_bulk, name="memory-bulk"),
-    path("banks/<str:bank_id>/memories/<str:memory_id>/", memories.memory_detail, name="memory"),
-    path("banks/<str:bank_id>/memories/<str:memory_id>/edit", memories.memory_edit, name="memory-edit"),
-    path("banks/<str:bank_id>/memories/<str:memory_id>/state", memories.memory_state, name="memory-state"),
-    path("banks/<str:bank_id>/memories/<str:memory_id>/merge", memories.memory_merge_view, name="memory-merge"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/", memories.memory_detail, name="memory"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/edit", memories.memory_edit, name="memory-edit"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/state", memories.memory_state, name="memory-state"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/merge", memories.memory_merge_view, name="memory-merge"),
     path("banks/<str:bank_id>/models/", live.models, name="models"),
     path("banks/<str:bank_id>/models/new", live.model_new, name="model-new"),
-    path("banks/<str:bank_id>/models/<str:model_id>/", live.model_detail, name="model"),
-    path("banks/<str:bank_id>/models/<str:model_id>/edit", live.model_edit, name="model-edit"),
-    path("banks/<str:bank_id>/models/<str:model_id>/action", live.model_action, name="model-action"),
+    path("banks/<str:bank_id>/models/<rid:model_id>/", live.model_detail, name="model"),
+    path("banks/<str:bank_id>/models/<rid:model_id>/edit", live.model_edit, name="model-edit"),
+    path("banks/<str:bank_id>/models/<rid:model_id>/action", live.model_action, name="model-action"),
     path("banks/<str:bank_id>/directives/", live.directives, name="directives"),
     path("banks/<str:bank_id>/directives/save", live.directive_save, name="directive-save"),
     path("banks/<str:bank_id>/observations/", live.observations, name="observations"),

@@ -83,3 +83,22 @@ class DatabaseUnavailableMiddleware:
         from memoryhub.views import database_unavailable_response
 
         return database_unavailable_response(request, exception)
+
+
+class DomainErrorPageMiddleware:
+    """Operator pages: a domain error a view did not handle becomes a page in the site layout
+    (an unknown id is a 404, a refused change a 400/409 naming the problem), never a 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from memoryhub.errors import MemoryHubError
+        from memoryhub.views import domain_error, is_api_request
+
+        if is_api_request(request) or not isinstance(exception, MemoryHubError):
+            return None
+        return domain_error(request, exception)

@@ -88,6 +88,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryhub.middleware.DomainErrorPageMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"

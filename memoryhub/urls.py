@@ -19,3 +19,5 @@ urlpatterns = [
 
 handler404 = "memoryhub.views.not_found"
 handler500 = "memoryhub.views.server_error"
+handler403 = "memoryhub.views.permission_denied"
+handler400 = "memoryhub.views.bad_request"

@@ -145,6 +145,7 @@ def memory_state(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResp
 @require_POST
 def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
+    memory_get(bank=bank, memory_id=memory_id)
     others = request.POST.getlist("merge")
     try:
         survivor = memory_merge(bank=bank, memory_ids=[memory_id, *others], actor=actor(request),

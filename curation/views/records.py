@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -32,6 +32,8 @@ def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
     entities = graph_search(bank=bank, query=q, limit=50) if q else list(
         Entity.objects.filter(bank=bank).order_by("-mention_count", "name")[:50])
     focus = Entity.objects.filter(bank=bank, entity_id=entity_id).first() if entity_id else None
+    if entity_id and focus is None:
+        raise Http404("No such entity")
     neighbors = graph_neighbors(bank=bank, entity_ids=[focus.entity_id], max_depth=2, limit=30) if focus else []
     links = EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus)).select_related(
         "entity_a", "entity_b")[:100] if focus else []
@@ -139,8 +141,6 @@ def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
     rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
     token = rows.filter(prefix=prefix).first()
     if token is None:
-        from django.http import Http404
-
         raise Http404("No such token")
     token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""))
     messages.success(request, f"Token {token.name} revoked.")
