@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 from banks.models.banks import Bank
@@ -25,7 +26,10 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["bank", "-created_at"], name="audit_bank_created")]
+        indexes = [
+            models.Index(fields=["bank", "-created_at"], name="audit_bank_created"),
+            GinIndex(fields=["target_ids"], name="audit_target_ids_gin"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.bank_ref}"

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from banks.models import AuditEvent, Memory, MentalModel, Observation
+from banks.models import AuditEvent, Bank, Memory
+from banks.selectors.citations import memory_citations
 from banks.selectors.memories import MemoryFilters, bounded_count, memory_page, memory_queryset
+from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.bulk import ACTIONS, bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
 from banks.services.merge import memory_merge
 from curation.access import actor, operator, operator_bank
+from curation.forms import ForgetForm, MemoryEditForm, MergeForm, StateForm
 from curation.htmx import htmx_template, is_htmx
 from memoryhub.errors import MemoryHubError
 
@@ -71,25 +75,44 @@ def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
     return redirect("curation:memories", bank_id=bank.bank_id)
 
 
+def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: Any) -> dict[str, Any]:
+    """Everything the memory page shows, in a bounded number of queries (no recall)."""
+    threshold = near_duplicate_threshold(bank)
+    near = memory_neighbours(memory, threshold=threshold) if memory.is_live else []
+    principal = operator(request)
+    return {
+        "bank": bank, "memory": memory, "near": near, "near_threshold": threshold, "tab": "memories",
+        "entities": list(memory.entities.all()[:50]),
+        "citations": memory_citations(bank=bank, memory_id=memory.memory_id),
+        "events": AuditEvent.objects.filter(bank=bank, target_ids__contains=[memory.memory_id])[:50],
+        "can_write": principal.can(bank.bank_id, "write"), "can_forget": principal.can(bank.bank_id, "forget"),
+        "editing": request.GET.get("edit") == "1" or "edit_form" in forms,
+        "edit_form": forms.get("edit_form") or MemoryEditForm(initial={
+            "text": memory.text, "tags": memory.tags, "fact_type": memory.fact_type,
+            "metadata": memory.metadata or {}}),
+        "forget_form": forms.get("forget_form") or ForgetForm(),
+        "merge_form": forms.get("merge_form") or MergeForm(choices=[(n.memory_id, n.memory_id) for n in near]),
+    }
+
+
+def _memory_page(request: HttpRequest, bank: Bank, memory: Memory, *, status: int = 200,
+                 **forms: Any) -> HttpResponse:
+    context = _memory_context(request, bank, memory, **forms)
+    return render(request, htmx_template(request, "curation/memory_detail.html", "memory-card"), context,
+                  status=status)
+
+
+def _memory_url(bank: Bank, memory_id: str) -> str:
+    return reverse("curation:memory", kwargs={"bank_id": bank.bank_id, "memory_id": memory_id})
+
+
 @login_required
 def memory_detail(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
-    memory = memory_get(bank=bank, memory_id=memory_id)
-    near = []
-    if memory.is_live:
-        outcome = recall_bank(bank, memory.text, max_results=6, include_directives=False)
-        near = [h for h in outcome.hits if h.memory_id != memory.memory_id][:5]
-    context = {
-        "bank": bank, "memory": memory, "near": near, "tab": "memories",
-        "entities": memory.entities.all()[:50],
-        "observations": Observation.objects.filter(bank=bank, evidence__memory_ref=memory.memory_id).distinct()[:20],
-        "models": MentalModel.objects.live().filter(bank=bank, source_ids__contains=[memory.memory_id])[:20],
-        "events": AuditEvent.objects.filter(bank=bank, target_ids__contains=[memory.memory_id])[:50],
-        "can_write": operator(request).can(bank_id, "write"), "can_forget": operator(request).can(bank_id, "forget"),
-        "editing": request.GET.get("edit") == "1",
-        "metadata_json": json.dumps(memory.metadata or {}, ensure_ascii=False, indent=1),
-    }
-    return render(request, htmx_template(request, "curation/memory_detail.html", "memory-card"), context)
+    memory = Memory.objects.select_related("merged_into").filter(bank=bank, memory_id=memory_id).first()
+    if memory is None:
+        raise Http404("No such memory")
+    return _memory_page(request, bank, memory)
 
 
 @login_required
@@ -97,63 +120,80 @@ def memory_detail(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRes
 def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
     memory = memory_get(bank=bank, memory_id=memory_id)
-    try:
-        raw = request.POST.get("metadata", "").strip()
-        metadata = json.loads(raw) if raw else None
-        memory_update(memory=memory, actor=actor(request), text=request.POST.get("text"),
-                      tags=_tags(request.POST.get("tags", "")),
-                      fact_type=request.POST.get("fact_type", "").strip() or None, metadata=metadata,
-                      reason=request.POST.get("reason", ""))
-        messages.success(request, "Saved.")
-    except json.JSONDecodeError as exc:
-        messages.error(request, f"Metadata is not valid JSON: {exc.msg} (line {exc.lineno}). Nothing was saved.")
-    except MemoryHubError as exc:
-        messages.error(request, exc.message)
-    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+    form = MemoryEditForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            memory_update(memory=memory, actor=actor(request), text=data["text"], tags=data["tags"],
+                          fact_type=data["fact_type"].strip() or None, metadata=data["metadata"],
+                          reason=data["reason"])
+        except MemoryHubError as exc:
+            form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
+                           exc.message)
+        else:
+            messages.success(request, "Saved.")
+            return redirect(_memory_url(bank, memory_id))
+    # What the operator typed comes back with the errors next to the fields it concerns.
+    return _memory_page(request, bank, memory, status=422, edit_form=form)
 
 
 @login_required
 @require_POST
 def memory_state(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
-    """Archive, restore or forget one memory."""
+    """Archive or restore one memory (reversible), or forget it (with a reason, always)."""
     action = request.POST.get("action", "")
     bank = operator_bank(request, bank_id, "forget" if action == "forget" else "write")
     memory = memory_get(bank=bank, memory_id=memory_id)
-    reason = request.POST.get("reason", "").strip()
+    if action == "forget":
+        forget_form = ForgetForm(request.POST)
+        if not forget_form.is_valid():
+            return _memory_page(request, bank, memory, status=422, forget_form=forget_form)
+        compliance = forget_form.cleaned_data["compliance"]
+        try:
+            memory_forget(bank=bank, actor=actor(request), memory_ids=[memory.memory_id],
+                          reason=forget_form.cleaned_data["reason"], compliance=compliance)
+        except MemoryHubError as exc:
+            forget_form.add_error(None, exc.message)
+            return _memory_page(request, bank, memory, status=422, forget_form=forget_form)
+        messages.success(request, "Erased for good." if compliance else "Forgotten.")
+        url = reverse("curation:memories", kwargs={"bank_id": bank.bank_id})
+        return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)
+    form = StateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Unknown action: archive, restore or forget.")
+        return redirect(_memory_url(bank, memory_id))
     try:
-        if action == "archive":
-            memory_archive(memory=memory, actor=actor(request), reason=reason)
+        if form.cleaned_data["action"] == "archive":
+            memory_archive(memory=memory, actor=actor(request), reason=form.cleaned_data["reason"])
             messages.success(request, "Archived. Restore it any time.")
-        elif action == "restore":
-            memory_restore(memory=memory, actor=actor(request), reason=reason)
-            messages.success(request, "Restored.")
-        elif action == "forget":
-            compliance = request.POST.get("compliance") == "on"
-            memory_forget(bank=bank, actor=actor(request), memory_ids=[memory.memory_id], reason=reason,
-                          compliance=compliance)
-            messages.success(request, "Erased for good." if compliance else "Forgotten.")
-            url = reverse("curation:memories", kwargs={"bank_id": bank.bank_id})
-            return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)
         else:
-            messages.error(request, "Unknown action.")
+            memory_restore(memory=memory, actor=actor(request), reason=form.cleaned_data["reason"])
+            messages.success(request, "Restored.")
     except MemoryHubError as exc:
         messages.error(request, exc.message)
-    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+    back = request.POST.get("next", "")
+    if back.startswith(f"/banks/{bank.bank_id}/memories/") and url_has_allowed_host_and_scheme(back, None):
+        return redirect(back)
+    return redirect(_memory_url(bank, memory_id))
 
 
 @login_required
 @require_POST
 def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
-    memory_get(bank=bank, memory_id=memory_id)
-    others = request.POST.getlist("merge")
-    try:
-        survivor = memory_merge(bank=bank, memory_ids=[memory_id, *others], actor=actor(request),
-                                reason=request.POST.get("reason", ""))
-        messages.success(request, f"Merged {len(others)} into {survivor.memory_id}.")
-    except MemoryHubError as exc:
-        messages.error(request, exc.message)
-    return redirect("curation:memory", bank_id=bank.bank_id, memory_id=memory_id)
+    memory = memory_get(bank=bank, memory_id=memory_id)
+    form = MergeForm(request.POST)
+    if form.is_valid():
+        others = form.cleaned_data["merge"]
+        try:
+            survivor = memory_merge(bank=bank, memory_ids=[memory_id, *others], actor=actor(request),
+                                    reason=form.cleaned_data["reason"])
+        except MemoryHubError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Merged {len(others)} into {survivor.memory_id}.")
+            return redirect(_memory_url(bank, survivor.memory_id))
+    return _memory_page(request, bank, memory, status=422, merge_form=form)
 
 
 @login_required

@@ -246,7 +246,11 @@ def test_search_across_banks_and_metadata_edit(admin_client, make_bank, bank):
     admin_client.post(url, {"text": mine.text, "tags": "", "metadata": '{"room": 4}'})
     mine.refresh_from_db()
     assert mine.metadata == {"room": 4}
-    response = admin_client.post(url, {"text": mine.text, "tags": "", "metadata": "{broken"}, follow=True)
-    assert "Metadata is not valid JSON" in response.content.decode()
+    response = admin_client.post(url, {"text": "An edited text to keep.", "tags": "kept", "metadata": "{broken"})
+    page = response.content.decode()
+    # The page comes back with what was typed and the error beside the metadata field.
+    assert response.status_code == 422
+    assert "not valid JSON" in page and "An edited text to keep." in page and "{broken" in page
+    assert 'aria-describedby="edit-metadata_error"' in page
     mine.refresh_from_db()
-    assert mine.metadata == {"room": 4}
+    assert mine.metadata == {"room": 4} and mine.text == "The ops team likes jazz on Fridays."

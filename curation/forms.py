@@ -1,0 +1,152 @@
+"""Forms for every operator change: one mechanism for parsing, validation, error display and
+re-rendering a page with what the operator typed. Views hand cleaned data to the services."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.forms.renderers import DjangoTemplates
+
+from banks.services.bulk import ACTIONS
+
+
+class CurationRenderer(DjangoTemplates):
+    # Label, input, help and errors, with the input pointing at its errors (aria-describedby).
+    field_template_name = "curation/forms/field.html"
+
+
+class CurationForm(forms.Form):
+    default_renderer = CurationRenderer()
+    required_css_class = "required"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Field ids (not names) carry the form's own prefix, so several forms share a page without
+        # clashing ids while the posted names stay plain.
+        kwargs.setdefault("auto_id", f"{self.id_prefix}-%s")
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+    id_prefix = "f"
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        for name in self.errors:
+            if name in self.fields:
+                self.fields[name].widget.attrs["aria-describedby"] = f"{self[name].auto_id}_error"
+
+    def error_summary(self) -> str:
+        return "; ".join(f"{self.fields[k].label if k in self.fields else ''}: {' '.join(v)}".lstrip(": ")
+                         for k, v in self.errors.items())
+
+
+class TagsField(forms.CharField):
+    """Comma separated in the page, a list for the services."""
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        raw = super().to_python(value)
+        return list(dict.fromkeys(t.strip() for t in raw.replace("\n", ",").split(",") if t.strip()))
+
+    def prepare_value(self, value: Any) -> Any:
+        return ", ".join(value) if isinstance(value, list | tuple) else value
+
+
+class IdsField(TagsField):
+    """Memory ids, one per line or comma separated."""
+
+
+class MetadataField(forms.CharField):
+    widget = forms.Textarea
+
+    def to_python(self, value: Any) -> dict[str, Any] | None:  # type: ignore[override]
+        raw = (super().to_python(value) or "").strip()
+        if not raw:
+            return None
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. Nothing was saved."
+            ) from exc
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError("must be a JSON object, such as {\"customer_id\": \"c-1\"}.")
+        return parsed
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return json.dumps(value, ensure_ascii=False, indent=1)
+        return value
+
+
+class RetainForm(CurationForm):
+    id_prefix = "new"
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Text")
+    tags = TagsField(required=False, label="Tags (comma separated)")
+    fact_type = forms.CharField(required=False, label="Fact type", max_length=64,
+                                widget=forms.TextInput(attrs={"placeholder": "world", "list": "fact-types"}))
+
+
+class MemoryEditForm(CurationForm):
+    id_prefix = "edit"
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label="Text")
+    tags = TagsField(required=False, label="Tags")
+    fact_type = forms.CharField(required=False, label="Fact type", max_length=64)
+    metadata = MetadataField(required=False, label="Metadata (JSON object)",
+                             widget=forms.Textarea(attrs={"rows": 4}))
+    reason = forms.CharField(required=False, label="Why (for the audit log)", max_length=2000)
+
+
+class ForgetForm(CurationForm):
+    id_prefix = "forget"
+    reason = forms.CharField(label="Reason (kept in the audit log)", max_length=2000,
+                             error_messages={"required": "Say why this memory is forgotten."})
+    compliance = forms.BooleanField(required=False,
+                                    label="Compliance erase: delete the text for good (cannot be undone)")
+
+
+class StateForm(CurationForm):
+    id_prefix = "state"
+    action = forms.ChoiceField(choices=[("archive", "archive"), ("restore", "restore")])
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+class AnyChoicesField(forms.MultipleChoiceField):
+    """Ids the service checks itself (it refuses ids of another bank); the choices only draw boxes."""
+
+    def valid_value(self, value: str) -> bool:
+        return bool(value)
+
+
+class MergeForm(CurationForm):
+    id_prefix = "merge"
+    merge = AnyChoicesField(label="Merge into this memory", widget=forms.CheckboxSelectMultiple,
+                            error_messages={"required": "Tick at least one near-duplicate to merge."})
+    reason = forms.CharField(required=False, label="Reason", max_length=2000)
+
+    def __init__(self, *args: Any, choices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["merge"].choices = choices or []
+
+
+class BulkForm(CurationForm):
+    id_prefix = "bulk"
+    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS], label="Bulk action")
+    tag = forms.CharField(required=False, label="Tag", max_length=255)
+    target = forms.CharField(required=False, label="Move to bank", max_length=255)
+    reason = forms.CharField(required=False, label="Reason", max_length=2000)
+    scope = forms.ChoiceField(choices=[("selected", "selected rows"), ("all", "all matching the filter")],
+                              label="Apply to", initial="selected")
+    compliance = forms.BooleanField(required=False)
+    confirm = forms.CharField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        action = data.get("action")
+        if action == "forget" and not (data.get("reason") or "").strip():
+            self.add_error("reason", "Say why these memories are forgotten.")
+        if action in {"tag", "untag"} and not (data.get("tag") or "").strip():
+            self.add_error("tag", f"Name the tag to {action}.")
+        if action == "move" and not data.get("target"):
+            self.add_error("target", "Choose the bank to move them to.")
+        return data

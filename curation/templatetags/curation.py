@@ -1,0 +1,44 @@
+"""Template helpers for the operator pages: one date format, record-id URLs, numbers people read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+
+register = template.Library()
+
+
+@register.filter
+def when(value: datetime | None, empty: str = "—") -> str:
+    """``2026-11-23 14:05 CET`` in the operator's time zone, machine-readable in ``datetime``."""
+    if not isinstance(value, datetime):
+        return empty
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    return format_html('<time datetime="{}">{}</time>', value.isoformat(), local.strftime("%Y-%m-%d %H:%M %Z").strip())
+
+
+@register.filter
+def day(value: datetime | None, empty: str = "—") -> str:
+    if not isinstance(value, datetime):
+        return empty
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    return format_html('<time datetime="{}">{}</time>', value.isoformat(), local.strftime("%Y-%m-%d"))
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{int(value * 100)}%"
+
+
+@register.filter
+def approx(value: int | None) -> str:
+    """``about 20,000`` for estimates: two significant figures."""
+    if value is None:
+        return "—"
+    if value < 1000:
+        return f"{value:,}"
+    digits = len(str(int(value))) - 2
+    return f"about {round(value, -digits):,}"
