@@ -21,7 +21,12 @@ def test_a_turn_is_ingested_on_the_worker(celery_worker, make_bank, make_token):
         "assistant": "Noted. It is noon."})
     assert response.status_code == 202 and response.json()["queued"] is True
     turn_id = response.json()["turn_id"]
-    rows = wait_for(lambda: list(Memory.objects.filter(metadata__source_turn=turn_id)), timeout=60)
+    def whole_turn() -> list[Memory] | None:
+        # The worker stores the facts one by one: wait for the whole turn, not its first fact.
+        found = list(Memory.objects.filter(metadata__source_turn=turn_id))
+        return found if len(found) >= 2 else None
+
+    rows = wait_for(whole_turn, timeout=60)
     texts = {m.text for m in rows}
     assert "I prefer green tea over coffee." in texts and "I will travel to Lisbon next week." in texts
     assert "What time is it?" not in texts  # questions are not facts
