@@ -136,12 +136,13 @@ class BulkForm(CurationForm):
     target = forms.CharField(required=False, label="Move to bank", max_length=255)
     reason = forms.CharField(required=False, label="Reason", max_length=2000)
     scope = forms.ChoiceField(choices=[("selected", "selected rows"), ("all", "all matching the filter")],
-                              label="Apply to", initial="selected")
+                              label="Apply to", initial="selected", required=False)
     compliance = forms.BooleanField(required=False)
     confirm = forms.CharField(required=False)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        data["scope"] = data.get("scope") or "selected"
         action = data.get("action")
         if action == "forget" and not (data.get("reason") or "").strip():
             self.add_error("reason", "Say why these memories are forgotten.")
@@ -150,3 +151,31 @@ class BulkForm(CurationForm):
         if action == "move" and not data.get("target"):
             self.add_error("target", "Choose the bank to move them to.")
         return data
+
+
+class PreferencesForm(CurationForm):
+    id_prefix = "pref"
+    time_zone = forms.ChoiceField(label="Time zone for every date on these pages")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from curation.timezones import zone_names
+
+        super().__init__(*args, **kwargs)
+        self.fields["time_zone"].choices = [("UTC", "UTC"), *((z, z) for z in zone_names() if z != "UTC")]
+
+
+EXPIRY_CHOICES = [("", "never"), ("1", "1 day"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"),
+                  ("365", "1 year")]
+
+
+class TokenForm(CurationForm):
+    id_prefix = "tk"
+    name = forms.CharField(label="Name (what uses it)", max_length=200)
+    banks = TagsField(label="Banks (comma separated)", widget=forms.TextInput(attrs={"list": "tk-bank-list"}))
+    permissions = forms.MultipleChoiceField(label="Permissions", widget=forms.CheckboxSelectMultiple,
+                                            initial=["read"])
+    expires_in_days = forms.ChoiceField(label="Expires after", choices=EXPIRY_CHOICES, required=False)
+
+    def __init__(self, *args: Any, permissions: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["permissions"].choices = [(p, p) for p in permissions]

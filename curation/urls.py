@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
-from curation.views import banks, live, memories, records
+from curation.views import banks, live, memories, operator, records
 
 register_converter(RecordIdConverter, "rid")
 
@@ -38,6 +38,7 @@ urlpatterns = [
     path("banks/<str:bank_id>/time/", records.time_travel, name="time"),
     path("audit/", records.audit_log, name="audit"),
     path("audit.csv", records.audit_csv, name="audit-csv"),
+    path("preferences/", operator.preferences, name="preferences"),
     path("tokens/", records.tokens, name="tokens"),
     path("tokens/new", records.token_new, name="token-new"),
     path("tokens/<str:prefix>/revoke", records.token_revoke_view, name="token-revoke"),

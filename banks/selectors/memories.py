@@ -111,3 +111,30 @@ def bounded_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int, bo
     """How many rows, up to ``cap``; the flag says the real number is larger."""
     n = rows.values("pk")[: cap + 1].count()
     return min(n, cap), n > cap
+
+
+def touch_filter(rows: QuerySet[Memory], action: str, tag: str = "") -> QuerySet[Memory]:
+    """The part of a selection a bulk action would really change (already-tagged rows are not
+    tagged again, only archived rows are restored...), so a preview can say the exact number."""
+    rows = rows.filter(forgotten_at__isnull=True)
+    if action == "tag" and tag:
+        return rows.exclude(tags__contains=[tag])
+    if action == "untag" and tag:
+        return rows.filter(tags__contains=[tag])
+    if action == "archive":
+        return rows.filter(archived_at__isnull=True)
+    if action == "restore":
+        return rows.filter(archived_at__isnull=False)
+    return rows
+
+
+def exact_count(rows: QuerySet[Memory], *, timeout_ms: int = 3000) -> int | None:
+    """COUNT(*) under a statement timeout: the exact number, or None when it takes too long."""
+    from django.db import OperationalError, connection, transaction
+
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+            return rows.count()
+    except OperationalError:
+        return None

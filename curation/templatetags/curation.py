@@ -42,3 +42,13 @@ def approx(value: int | None) -> str:
         return f"{value:,}"
     digits = len(str(int(value))) - 2
     return f"about {round(value, -digits):,}"
+
+
+_WOULD = {"imported": "would import", "updated": "would update", "overwritten": "would overwrite",
+          "skipped": "would skip", "conflicts": "would conflict", "links": "would link"}
+
+
+@register.simple_tag
+def job_count_label(key: str, dry_run: bool) -> str:
+    """A preview has changed nothing yet: it says what the import *would* do."""
+    return _WOULD.get(key, key) if dry_run else key

@@ -9,13 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from banks.models import AuditEvent, Bank, Memory
 from banks.selectors.citations import memory_citations
-from banks.selectors.memories import MemoryFilters, bounded_count, memory_page, memory_queryset
+from banks.selectors.memories import MemoryFilters, exact_count, memory_page, memory_queryset, touch_filter
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.bulk import ACTIONS, bulk_apply
@@ -23,7 +23,7 @@ from banks.services.forget import memory_forget
 from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
 from banks.services.merge import memory_merge
 from curation.access import actor, operator, operator_bank
-from curation.forms import ForgetForm, MemoryEditForm, MergeForm, StateForm
+from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, StateForm
 from curation.htmx import htmx_template, is_htmx
 from memoryhub.errors import MemoryHubError
 
@@ -199,30 +199,36 @@ def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> Htt
 @login_required
 @require_POST
 def memory_bulk(request: HttpRequest, bank_id: str) -> HttpResponse:
-    """Step 1 (preview) shows how many memories the action touches; step 2 (apply) does it."""
+    """Step 1 (preview) says exactly how many memories the action changes; step 2 (apply) does it."""
+    form = BulkForm(request.POST)
     action = request.POST.get("action", "")
     bank = operator_bank(request, bank_id, "forget" if action == "forget" else "write")
     filters = MemoryFilters.from_query(request.POST)
-    if request.POST.get("scope") == "all":
+    ids = request.POST.getlist("ids")
+    context: dict[str, Any] = {"bank": bank, "form": form, "action": action, "ids": ids, "post": request.POST}
+    if not form.is_valid():
+        return render(request, "curation/partials/bulk_preview.html", context, status=422)
+    data = form.cleaned_data
+    if data["scope"] == "all":
         rows = memory_queryset(bank, filters)
     else:
-        rows = Memory.objects.filter(bank=bank, memory_id__in=request.POST.getlist("ids"))
-    count, more = bounded_count(rows)
-    target = None
-    if action == "move":
-        target_id = request.POST.get("target", "")
-        target = operator_bank(request, target_id, "write") if target_id else None
-    context = {"bank": bank, "action": action, "count": count, "more": more, "post": request.POST,
-               "ids": request.POST.getlist("ids"), "filters": filters, "target": target}
-    if request.POST.get("confirm") != "yes":
+        rows = Memory.objects.filter(bank=bank, memory_id__in=ids)
+    target = operator_bank(request, data["target"], "write") if action == "move" else None
+    count = exact_count(touch_filter(rows, action, data["tag"].strip()))
+    context.update(count=count, target=target)
+    if data["confirm"] != "yes":
         return render(request, "curation/partials/bulk_preview.html", context)
     try:
-        outcome = bulk_apply(bank=bank, rows=rows, action=action, actor=actor(request),
-                             tag=request.POST.get("tag", ""), reason=request.POST.get("reason", ""),
-                             compliance=request.POST.get("compliance") == "on", target=target)
-        messages.success(request, f"{action}: {outcome.touched} memories" +
-                         (f", {outcome.skipped} skipped" if outcome.skipped else ""))
+        outcome = bulk_apply(bank=bank, rows=rows, action=action, actor=actor(request), tag=data["tag"],
+                             reason=data["reason"], compliance=data["compliance"], target=target)
     except MemoryHubError as exc:
-        messages.error(request, exc.message)
+        form.add_error(None, exc.message)
+        return render(request, "curation/partials/bulk_preview.html", context, status=422)
+    noun = "memory" if outcome.touched == 1 else "memories"
+    messages.success(request, f"{action}: {outcome.touched:,} {noun} changed" +
+                     (f", {outcome.skipped:,} skipped (a clash in the target bank)" if outcome.skipped else "") + ".")
+    # Back to the same filtered list, which now shows the result.
     url = reverse("curation:memories", kwargs={"bank_id": bank.bank_id})
+    query = urlencode(filters.as_query())
+    url = f"{url}?{query}" if query else url
     return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)

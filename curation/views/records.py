@@ -17,11 +17,15 @@ from django.views.decorators.http import require_POST
 from banks.access import PERMISSIONS
 from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
 from banks.selectors.graph import graph_neighbors, graph_search
+from banks.selectors.memories import exact_count
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
+from curation.forms import TokenForm
 from memoryhub.errors import MemoryHubError
 from portability.formats.common import parse_time
+
+SHOWN = 200
 
 
 @login_required
@@ -48,14 +52,19 @@ def time_travel(request: HttpRequest, bank_id: str) -> HttpResponse:
     a = parse_time(request.GET.get("from")) or now - timedelta(days=7)
     b = parse_time(request.GET.get("to")) or now
     query = request.GET.get("q", "").strip()
-    seen = Memory.objects.filter(bank=bank)
-    added = seen.filter(retained_at__gt=a, retained_at__lte=b).order_by("-retained_at")[:200]
-    removed = seen.filter(Q(forgotten_at__gt=a, forgotten_at__lte=b) | Q(archived_at__gt=a, archived_at__lte=b)
-                          ).order_by("-updated_at")[:200]
+    seen = Memory.objects.filter(bank=bank).defer("embedding", "metadata")
+    added_rows = seen.filter(retained_at__gt=a, retained_at__lte=b)
+    removed_rows = seen.filter(Q(forgotten_at__gt=a, forgotten_at__lte=b) | Q(archived_at__gt=a, archived_at__lte=b))
+    added = list(added_rows.order_by("-retained_at")[:SHOWN])
+    removed = list(removed_rows.order_by("-updated_at")[:SHOWN])
+    # The lists show the latest SHOWN; the headings say of how many (exactly, when it is quick to count).
+    added_total = len(added) if len(added) < SHOWN else exact_count(added_rows)
+    removed_total = len(removed) if len(removed) < SHOWN else exact_count(removed_rows)
     hits = recall_bank(bank, query, max_results=20, filters=RecallFilters(as_of=b),
                        include_directives=False).hits if query else []
     return render(request, "curation/time_travel.html", {
         "bank": bank, "a": a, "b": b, "added": added, "removed": removed, "q": query, "hits": hits,
+        "added_total": added_total, "removed_total": removed_total,
         "tab": "time"})
 
 
@@ -103,33 +112,58 @@ def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     return response
 
 
-@login_required
-def tokens(request: HttpRequest) -> HttpResponse:
+# Minting a token is a curator's job: a viewer may read banks in the browser but hands out nothing.
+MINTING_PERMISSION = "write"
+
+
+def _may_mint(request: HttpRequest) -> bool:
+    principal = operator(request)
+    return principal.is_superuser or any(MINTING_PERMISSION in perms for _, perms in principal.grants)
+
+
+def _tokens_page(request: HttpRequest, form: TokenForm | None = None, status: int = 200) -> HttpResponse:
     principal = operator(request)
     rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
     return render(request, "curation/tokens.html", {
-        "tokens": rows.order_by("-created_at")[:500], "permissions": PERMISSIONS,
-        "banks": principal.visible_banks().order_by("bank_id")[:500],
-        "secret": request.session.pop("new_token_secret", None), "tab": "tokens"})
+        "tokens": rows.order_by("-created_at")[:500], "form": form or TokenForm(permissions=PERMISSIONS),
+        "banks": principal.visible_banks().order_by("bank_id")[:500], "may_mint": _may_mint(request),
+        "now": timezone.now(), "secret": request.session.pop("new_token_secret", None), "tab": "tokens"},
+        status=status)
+
+
+@login_required
+def tokens(request: HttpRequest) -> HttpResponse:
+    return _tokens_page(request)
 
 
 @login_required
 @require_POST
 def token_new(request: HttpRequest) -> HttpResponse:
     principal = operator(request)
-    patterns = [p.strip() for p in request.POST.get("banks", "").replace("\n", ",").split(",") if p.strip()]
-    perms = request.POST.getlist("permissions")
-    # An operator can hand out only what they hold; a pattern is allowed to administrators only.
+    if not _may_mint(request):
+        raise PermissionDenied("Creating API tokens needs the curator or admin role on a bank.")
+    form = TokenForm(request.POST, permissions=PERMISSIONS)
+    if not form.is_valid():
+        return _tokens_page(request, form, status=422)
+    patterns, perms = form.cleaned_data["banks"], form.cleaned_data["permissions"]
+    # An operator hands out only what they hold, on banks where they are curator or admin;
+    # patterns (user-*) are for administrators.
     if not request.user.is_superuser:
         for pattern in patterns:
-            if any(ch in pattern for ch in "*?[") or not set(perms) <= principal.permissions_for(pattern):
-                raise PermissionDenied("You can only grant permissions you hold on banks you can see.")
+            held = principal.permissions_for(pattern)
+            if any(ch in pattern for ch in "*?[") or MINTING_PERMISSION not in held or not set(perms) <= held:
+                form.add_error("banks", f"You cannot grant {', '.join(perms)} on {pattern}: you need the curator "
+                                        "or admin role there, and can grant only permissions you hold.")
+                return _tokens_page(request, form, status=403)
+    days = form.cleaned_data["expires_in_days"]
+    expires_at = timezone.now() + timedelta(days=int(days)) if days else None
     try:
-        token, secret = token_create(name=request.POST.get("name", ""), actor=actor(request), created_by=request.user,
-                                     grants=[{"bank": p, "permissions": perms} for p in patterns])
+        token, secret = token_create(name=form.cleaned_data["name"], actor=actor(request), created_by=request.user,
+                                     grants=[{"bank": p, "permissions": perms} for p in patterns],
+                                     expires_at=expires_at)
     except MemoryHubError as exc:
-        messages.error(request, exc.message)
-        return redirect("curation:tokens")
+        form.add_error(None, exc.message)
+        return _tokens_page(request, form, status=422)
     # Shown once, on the next page load, then gone from the session.
     request.session["new_token_secret"] = {"name": token.name, "secret": secret}
     return redirect("curation:tokens")

@@ -81,10 +81,10 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
     page.get_by_label("Apply to").select_option("all")
     page.get_by_role("button", name="Preview").click()
     page.wait_for_selector("#bulk-confirm")
-    assert "will touch 2 memories" in page.locator("#bulk-confirm").inner_text()
+    assert "will change 2 memories" in page.locator("#bulk-confirm").inner_text()
     shot(page, "05-bulk-preview")
     page.get_by_role("button", name="Yes, archive 2").click()
-    page.wait_for_selector("text=archive: 2 memories")
+    page.wait_for_selector("text=archive: 2 memories changed")
     assert Memory.objects.live().filter(bank__bank_id="user-ines").count() == 1
 
     # Restore one.
@@ -129,7 +129,7 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
     shot(page, "08-transfer")
     page.locator("tr", has_text="sample.ama.jsonl").get_by_role("button", name="Preview").click()
     page.wait_for_selector(".job-state:text('succeeded')", timeout=60_000)
-    assert "imported 11" in page.locator("#job-status").inner_text()
+    assert "would import 11" in page.locator("#job-status").inner_text()
     page.get_by_role("button", name="Run this import").click()
     page.wait_for_selector("progress")
     page.wait_for_selector(".job-state:text('succeeded')", timeout=60_000)

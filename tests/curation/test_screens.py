@@ -88,7 +88,7 @@ def test_retain_edit_archive_restore_forget_through_the_ui(admin_client, bank):
 def test_bulk_preview_counts_then_applies_to_all_matching(admin_client, bank, filled):
     preview = admin_client.post("/banks/user-alice/memories/bulk", {"action": "archive", "scope": "all",
                                                                     "tags": "music"})
-    assert "will touch <strong>2</strong>" in preview.content.decode()
+    assert "will change <strong>2 memories</strong>" in preview.content.decode()
     assert Memory.objects.live().count() == 3
     admin_client.post("/banks/user-alice/memories/bulk", {"action": "archive", "scope": "all", "tags": "music",
                                                           "confirm": "yes"})
@@ -96,6 +96,24 @@ def test_bulk_preview_counts_then_applies_to_all_matching(admin_client, bank, fi
     admin_client.post("/banks/user-alice/memories/bulk", {"action": "tag", "tag": "kept", "ids": [
         m.memory_id for m in Memory.objects.live()], "confirm": "yes"})
     assert Memory.objects.live().get().tags == ["hobby", "kept"]
+    # Tagging again would change nothing, and the preview says so; restoring says exactly how many.
+    again = admin_client.post("/banks/user-alice/memories/bulk", {"action": "tag", "tag": "kept", "scope": "all"})
+    assert "Nothing to tag" in again.content.decode()
+    restore = admin_client.post("/banks/user-alice/memories/bulk", {"action": "restore", "scope": "all",
+                                                                    "state": "all"})
+    assert "will change <strong>2 memories</strong>" in restore.content.decode()
+
+
+def test_bulk_forget_needs_a_reason(admin_client, bank, filled):
+    response = admin_client.post("/banks/user-alice/memories/bulk", {"action": "forget", "scope": "all",
+                                                                     "confirm": "yes"})
+    assert response.status_code == 422 and "Say why these memories are forgotten." in response.content.decode()
+    assert Memory.objects.live().count() == 3
+    response = admin_client.post("/banks/user-alice/memories/bulk", {"action": "forget", "scope": "all",
+                                                                     "tags": "hobby", "reason": "test data",
+                                                                     "confirm": "yes"})
+    assert response.status_code == 302 and response["Location"].endswith("?tags=hobby")
+    assert Memory.objects.live().count() == 2
 
 
 def test_merge_keeps_provenance(admin_client, filled):
@@ -254,3 +272,27 @@ def test_search_across_banks_and_metadata_edit(admin_client, make_bank, bank):
     assert 'aria-describedby="edit-metadata_error"' in page
     mine.refresh_from_db()
     assert mine.metadata == {"room": 4} and mine.text == "The ops team likes jazz on Fridays."
+
+
+def test_time_travel_says_how_many_of_how_many(admin_client, bank):
+    from banks.models import Memory as M
+    from banks.services.memories import memory_retain as retain
+
+    for i in range(203):
+        retain(bank=bank, text=f"Numbered memory {i} about topic {i * 7}.", actor="test", near_dedup=False)
+    assert M.objects.count() == 203
+    page = admin_client.get("/banks/user-alice/time/").content.decode()
+    assert "Added (latest 200 of 203)" in page
+
+
+def test_import_preview_is_the_only_way_in_and_says_would(admin_client, bank, settings, tmp_path):
+    from banks.models import Job
+
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
+    (tmp_path / "a.ama.jsonl").write_text("")
+    page = admin_client.get("/banks/user-alice/transfer/").content.decode()
+    assert 'value="preview"' in page and 'name="kind" value="import"' not in page
+    job = Job.objects.create(kind="import", bank=bank, state="succeeded", params={"dry_run": True, "path": "x"},
+                             counts={"imported": 8, "duplicates": 1})
+    page = admin_client.get(f"/banks/user-alice/jobs/{job.pk}/").content.decode()
+    assert "would import 8" in page and "imported 8" not in page
