@@ -179,3 +179,11 @@ class TokenForm(CurationForm):
     def __init__(self, *args: Any, permissions: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["permissions"].choices = [(p, p) for p in permissions]
+
+
+class RowEditForm(CurationForm):
+    """Text and tags, edited in the list row."""
+
+    id_prefix = "row"
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Text")
+    tags = TagsField(required=False, label="Tags")

@@ -19,6 +19,7 @@ urlpatterns = [
     path("banks/<str:bank_id>/memories/new", memories.memory_new, name="memory-new"),
     path("banks/<str:bank_id>/memories/bulk", memories.memory_bulk, name="memory-bulk"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/", memories.memory_detail, name="memory"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/row", memories.memory_row, name="memory-row"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/edit", memories.memory_edit, name="memory-edit"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/state", memories.memory_state, name="memory-state"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/merge", memories.memory_merge_view, name="memory-merge"),

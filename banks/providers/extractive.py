@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from banks.providers.entity_types import entity_type
 from banks.providers.llm_types import Answer, Coverage, ExtractedEntity, ExtractedFact, Gap, Passage
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -25,7 +26,6 @@ _STARTERS = frozenset(
 )
 # Runs of capitalised words (allowing "of"/"de" inside), e.g. "Alice Smith", "Bank of Ireland".
 _PROPER = re.compile(r"\b([A-Z][\w'-]*(?:\s+(?:of|de|von|van|the)?\s*[A-Z][\w'-]*)*)")
-_ORG_HINT = re.compile(r"\b(Inc|Ltd|LLC|Corp|Company|Bank|University|Team|Group|GmbH)\b")
 _IMPORTANT = {
     "preference": (r"\b(prefer|prefers|like|likes|love|loves|hate|hates|dislike|favou?rite|want|wants)\b", 0.8),
     "fact": (r"\b(is|am|are|was|work|works|live|lives|born|named|called|use|uses|own|owns)\b", 0.6),
@@ -107,7 +107,8 @@ class ExtractiveLanguageModel:
                     continue
                 if name.lower() in _STOP or len(name) < 2:
                     continue
-                kind = "ORG" if _ORG_HINT.search(name) else ("PERSON" if len(words) in (1, 2) else "OTHER")
+                before = sentence[:match.start()].split()
+                kind = entity_type(name, before[-1] if before else "")
                 found.setdefault(name.lower(), ExtractedEntity(name=name, entity_type=kind))
         return list(found.values())
 

@@ -74,8 +74,11 @@ def memory_queryset(bank: Bank, filters: MemoryFilters) -> QuerySet[Memory]:
     return rows
 
 
-def encode_cursor(memory: Memory) -> str:
-    raw = json.dumps([memory.retained_at.isoformat(), memory.pk]).encode()
+SORTS = {"retained": "retained_at", "occurred": "occurred_at"}
+
+
+def encode_cursor(memory: Memory, column: str = "retained_at") -> str:
+    raw = json.dumps([getattr(memory, column).isoformat(), memory.pk]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -91,20 +94,74 @@ def decode_cursor(cursor: str) -> tuple[datetime, int] | None:
 @dataclass
 class MemoryPage:
     rows: list[Memory]
-    next_cursor: str | None
+    next_cursor: str | None  # older rows follow
+    prev_cursor: str | None = None  # newer rows precede
+    sort: str = "retained"
 
 
-def memory_page(bank: Bank, filters: MemoryFilters, *, after: str | None = None, limit: int = 50) -> MemoryPage:
-    """Newest first, ``limit`` rows after the cursor, using the (bank, retained_at, id) index."""
-    rows = memory_queryset(bank, filters)
-    position = decode_cursor(after) if after else None
-    if position:
-        when, pk = position
-        rows = rows.filter(Q(retained_at__lt=when) | Q(retained_at=when, pk__lt=pk))
-    page = list(rows.order_by("-retained_at", "-pk")[: limit + 1])
+def memory_page(bank: Bank, filters: MemoryFilters, *, after: str | None = None, before: str | None = None,
+                limit: int = 50, sort: str = "retained") -> MemoryPage:
+    """Newest first by ``sort`` (retained or occurred), ``limit`` rows after (older than) or before
+    (newer than) a cursor, on the (bank, column, id) indexes. Sorting by occurred lists the memories
+    that say when they happened."""
+    sort = sort if sort in SORTS else "retained"
+    column = SORTS[sort]
+    rows = memory_queryset(bank, filters).defer("embedding")
+    if column == "occurred_at":
+        rows = rows.filter(occurred_at__isnull=False)
+    newer = decode_cursor(before) if before else None
+    older = decode_cursor(after) if after and not newer else None
+    if newer:
+        when, pk = newer
+        chunk = list(rows.filter(Q(**{f"{column}__gt": when}) | Q(**{column: when, "pk__gt": pk}))
+                     .order_by(column, "pk")[: limit + 1])
+        more_newer = len(chunk) > limit
+        page = list(reversed(chunk[:limit]))
+        return MemoryPage(rows=page, next_cursor=encode_cursor(page[-1], column) if page else None,
+                          prev_cursor=encode_cursor(page[0], column) if more_newer and page else None, sort=sort)
+    if older:
+        when, pk = older
+        rows = rows.filter(Q(**{f"{column}__lt": when}) | Q(**{column: when, "pk__lt": pk}))
+    page = list(rows.order_by(f"-{column}", "-pk")[: limit + 1])
     more = len(page) > limit
     page = page[:limit]
-    return MemoryPage(rows=page, next_cursor=encode_cursor(page[-1]) if more and page else None)
+    return MemoryPage(rows=page, next_cursor=encode_cursor(page[-1], column) if more and page else None,
+                      prev_cursor=encode_cursor(page[0], column) if older and page else None, sort=sort)
+
+
+def approximate_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """(n, exact): exact up to ``cap``; above it PostgreSQL's own estimate for the same query."""
+    n, more = bounded_count(rows, cap)
+    if not more:
+        return n, True
+    from django.db import connection
+
+    sql, params = rows.values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return max(int(plan[0]["Plan"]["Plan Rows"]), cap + 1), False
+
+
+def memory_facets(bank: Bank, sample: int = 5000) -> dict[str, list[str]]:
+    """Fact types, layers and sources in use, read from the latest ``sample`` memories (cached a minute)."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    key = f"memoryhub:facets:{bank.pk}"
+    facets = cache.get(key)
+    if facets is None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT array_agg(DISTINCT fact_type), array_agg(DISTINCT memory_layer) FILTER (WHERE memory_layer "
+                "IS NOT NULL), (array_agg(DISTINCT source) FILTER (WHERE source IS NOT NULL))[1:200] FROM "
+                "(SELECT fact_type, memory_layer, source FROM banks_memory WHERE bank_id = %s "
+                "ORDER BY retained_at DESC LIMIT %s) recent", [bank.pk, sample])
+            types, layers, sources = cursor.fetchone()
+        facets = {"fact_types": sorted(types or []), "layers": sorted(layers or []), "sources": sorted(sources or [])}
+        cache.set(key, facets, 60)
+    return facets
 
 
 def bounded_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int, bool]:

@@ -50,6 +50,24 @@ def bank_cards(banks: list[Bank]) -> list[dict]:
     return cards
 
 
+def occurred_per_day(bank: Bank, days: int = 30) -> tuple[list, list[int]]:
+    """When things happened (occurred_at), over the ``days`` up to the latest occurrence among the
+    bank's most recent memories: an imported history shows its own dates, not an empty last month."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH recent AS (SELECT occurred_at FROM banks_memory WHERE bank_id = %s AND archived_at IS NULL "
+            "AND forgotten_at IS NULL ORDER BY retained_at DESC LIMIT %s), "
+            "days AS (SELECT (occurred_at AT TIME ZONE 'UTC')::date AS day FROM recent WHERE occurred_at IS NOT NULL) "
+            "SELECT day, count(*) FROM days WHERE day > (SELECT max(day) FROM days) - %s GROUP BY day",
+            [bank.pk, MIX_SAMPLE, days])
+        rows = dict(cursor.fetchall())
+    if not rows:
+        return [], []
+    end = max(rows)
+    series = [end - timedelta(days=days - 1 - i) for i in range(days)]
+    return series, [rows.get(d, 0) for d in series]
+
+
 OVERVIEW_CACHE_SECONDS = 60
 
 
@@ -104,7 +122,9 @@ def _overview_numbers(bank: Bank) -> dict:
         trend = compute_trend([e.evidence_at for e in observation.evidence.all()] or [observation.updated_at])
         trends[trend] = trends.get(trend, 0) + 1
     per_day = retained_per_day([bank.pk], days=30)[bank.pk]
+    occurred_days, occurred = occurred_per_day(bank, days=30)
     return {
+        "occurred_days": occurred_days, "occurred_per_day": occurred,
         "total": total, "total_more": more, "mix_sampled": total >= MIX_SAMPLE, "mix_sample": MIX_SAMPLE,
         "by_type": by_type, "by_layer": by_layer, "top_tags": top_tags,
         "top_entities": top_entities, "trends": trends, "per_day": per_day,

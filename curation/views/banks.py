@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from banks.selectors.stats import bank_cards, bank_overview
 from banks.services.banks import bank_create, bank_update
 from curation.access import actor, operator, operator_bank
-from curation.charts import bar_chart, sparkline
+from curation.charts import day_chart, sparkline
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 
@@ -69,9 +69,12 @@ def bank_new(request: HttpRequest) -> HttpResponse:
 def bank_detail(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
     stats = bank_overview(bank)
-    days = [(timezone.now() - timedelta(days=29 - i)).date().isoformat() for i in range(30)]
+    days = [(timezone.now() - timedelta(days=29 - i)).date() for i in range(30)]
     context = {"bank": bank, "stats": stats, "tab": "overview",
-               "per_day_chart": bar_chart(stats["per_day"], days, title="Memories retained per day"),
+               "per_day_chart": day_chart(days, stats["per_day"], title="Memories retained per day",
+                                          unit="retained"),
+               "occurred_chart": day_chart(stats.get("occurred_days", []), stats.get("occurred_per_day", []),
+                                           title="Memories by the day they happened", unit="occurred", css="bar-2"),
                "can_admin": operator(request).can(bank_id, "admin")}
     return render(request, "curation/bank_detail.html", context)
 

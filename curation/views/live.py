@@ -9,7 +9,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from banks.live.structured_doc import load_document, parse_markdown
-from banks.live.trends import trend_timeline
 from banks.models import MentalModel
 from banks.selectors.live_layers import _rule_text
 from banks.selectors.mental_models import mental_model_list, revision_diff, revision_list
@@ -31,7 +30,7 @@ from banks.services.observations import (
     observation_update,
 )
 from curation.access import actor, operator, operator_bank
-from curation.charts import bar_chart
+from curation.charts import evidence_strip
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 
@@ -203,8 +202,7 @@ def observations(request: HttpRequest, bank_id: str) -> HttpResponse:
     views = observation_list(bank=bank, trend=trend, scope=request.GET.get("scope") or None, limit=200,
                              include_invalidated=request.GET.get("invalidated") == "1",
                              query=request.GET.get("q") or None)
-    rows = [{"view": v, "timeline": bar_chart(trend_timeline(v.evidence_times), title="evidence per week",
-                                              width=160, height=28)} for v in views]
+    rows = [{"view": v, "timeline": evidence_strip(v.evidence_times)} for v in views]
     return render(request, htmx_template(request, "curation/observations.html", "observation-list"),
                   {"bank": bank, "rows": rows, "trend": trend or "", "tab": "observations",
                    "trends": ["new", "strengthening", "stable", "weakening", "stale"],

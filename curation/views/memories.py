@@ -15,7 +15,16 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from banks.models import AuditEvent, Bank, Memory
 from banks.selectors.citations import memory_citations
-from banks.selectors.memories import MemoryFilters, exact_count, memory_page, memory_queryset, touch_filter
+from banks.selectors.memories import (
+    SORTS,
+    MemoryFilters,
+    approximate_count,
+    exact_count,
+    memory_facets,
+    memory_page,
+    memory_queryset,
+    touch_filter,
+)
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.bulk import ACTIONS, bulk_apply
@@ -23,56 +32,130 @@ from banks.services.forget import memory_forget
 from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
 from banks.services.merge import memory_merge
 from curation.access import actor, operator, operator_bank
-from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, StateForm
+from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, RetainForm, RowEditForm, StateForm
 from curation.htmx import htmx_template, is_htmx
 from memoryhub.errors import MemoryHubError
 
+PAGE = 50
+MAX_SEARCH_PAGES = 20
 
-def _tags(raw: str) -> list[str]:
-    return [t.strip() for t in raw.split(",") if t.strip()]
+
+def _list_context(request: HttpRequest, bank: Bank) -> dict[str, Any]:
+    filters = MemoryFilters.from_query(request.GET)
+    sort = request.GET.get("sort", "retained")
+    sort = sort if sort in SORTS else "retained"
+    principal = operator(request)
+    query_string = {**filters.as_query(), **({"sort": sort} if sort != "retained" else {})}
+    return {"bank": bank, "filters": filters, "q": request.GET.get("q", "").strip(), "tab": "memories",
+            "actions": ACTIONS, "sort": sort, "facets": memory_facets(bank),
+            "can_write": principal.can(bank.bank_id, "write"), "can_forget": principal.can(bank.bank_id, "forget"),
+            "query_string": query_string, "list_url": reverse("curation:memories", kwargs={"bank_id": bank.bank_id}),
+            "other_banks": principal.visible_banks().exclude(pk=bank.pk).order_by("bank_id")[:200]}
+
+
+def _search(bank: Bank, query: str, filters: MemoryFilters, page: int) -> dict[str, Any]:
+    """One page of hybrid recall, the same recall as the API; later pages ask for more and skip."""
+    outcome = recall_bank(bank, query, max_results=page * PAGE, include_directives=page == 1, filters=RecallFilters(
+        tags=filters.tags or None, fact_types=[filters.fact_type] if filters.fact_type else None,
+        layers=[filters.layer] if filters.layer else None, sources=[filters.source] if filters.source else None))
+    facts = [h for h in outcome.hits if h.layer not in {"directive", "observation"}]
+    shown = facts[(page - 1) * PAGE: page * PAGE]
+    by_id = {m.memory_id: m for m in Memory.objects.defer("embedding")
+             .filter(bank=bank, memory_id__in=[h.memory_id for h in shown])}
+    more = outcome.total_available > page * PAGE and len(facts) >= page * PAGE
+    first = (page - 1) * PAGE + 1
+    return {"entries": [(by_id[h.memory_id], h, first + i) for i, h in enumerate(shown) if h.memory_id in by_id],
+            "trace": outcome.trace, "page": page,
+            "total_available": outcome.total_available, "first_rank": first, "last_rank": first + len(shown) - 1,
+            "next_page": page + 1 if more and page < MAX_SEARCH_PAGES else None,
+            "prev_page": page - 1 if page > 1 else None,
+            "directives": [h for h in outcome.hits if h.layer == "directive"]}
+
+
+def _listing(request: HttpRequest, bank: Bank, context: dict[str, Any]) -> None:
+    filters = context["filters"]
+    listing = memory_page(bank, filters, after=request.GET.get("after"), before=request.GET.get("before"),
+                          sort=context["sort"], limit=PAGE)
+    rows = memory_queryset(bank, filters)
+    total, exact = approximate_count(rows.filter(occurred_at__isnull=False) if context["sort"] == "occurred" else rows)
+    context.update(entries=[(m, None, None) for m in listing.rows], next_cursor=listing.next_cursor,
+                   prev_cursor=listing.prev_cursor,
+                   total=total, total_exact=exact,
+                   at_start=not request.GET.get("after") and not request.GET.get("before"))
 
 
 @login_required
 def memory_list(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
-    filters = MemoryFilters.from_query(request.GET)
-    query = request.GET.get("q", "").strip()
-    context = {"bank": bank, "filters": filters, "q": query, "tab": "memories", "actions": ACTIONS,
-               "can_write": operator(request).can(bank_id, "write"),
-               "can_forget": operator(request).can(bank_id, "forget"), "query_string": filters.as_query(),
-               "other_banks": operator(request).visible_banks().exclude(pk=bank.pk).order_by("bank_id")[:200]}
-    if query:
-        outcome = recall_bank(bank, query, max_results=50, filters=RecallFilters(
-            tags=filters.tags or None, fact_types=[filters.fact_type] if filters.fact_type else None,
-            layers=[filters.layer] if filters.layer else None, sources=[filters.source] if filters.source else None))
-        hits = [h for h in outcome.hits if h.layer not in {"directive", "observation"}]
-        by_id = {m.memory_id: m for m in Memory.objects.filter(bank=bank, memory_id__in=[h.memory_id for h in hits])}
-        context.update(rows=[by_id[h.memory_id] for h in hits if h.memory_id in by_id],
-                       scores={h.memory_id: h.score for h in hits}, trace=outcome.trace, next_cursor=None,
-                       directives=[h for h in outcome.hits if h.layer == "directive"])
+    context = _list_context(request, bank)
+    if context["q"]:
+        page = request.GET.get("page", "1")
+        number = max(1, min(MAX_SEARCH_PAGES, int(page) if page.isdigit() else 1))
+        context.update(_search(bank, context["q"], context["filters"], number))
     else:
-        page = memory_page(bank, filters, after=request.GET.get("after"))
-        context.update(rows=page.rows, next_cursor=page.next_cursor)
+        _listing(request, bank, context)
+    context["retain_form"] = RetainForm()
     return render(request, htmx_template(request, "curation/memories.html", "memory-results"), context)
+
+
+def _row_response(request: HttpRequest, bank: Bank, memory: Memory, *, form: RowEditForm | None = None,
+                  editing: bool = False, status: int = 200) -> HttpResponse:
+    principal = operator(request)
+    row_form = form or RowEditForm(initial={"text": memory.text, "tags": memory.tags}, auto_id=f"row-{memory.pk}-%s")
+    return render(request, "curation/partials/memory_row.html", {
+        "bank": bank, "m": memory, "editing": editing or form is not None, "row_form": row_form,
+        "can_write": principal.can(bank.bank_id, "write")}, status=status)
+
+
+@login_required
+def memory_row(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
+    """One row of the list: shown, edited in place (text and tags), archived or restored."""
+    bank = operator_bank(request, bank_id, "write" if request.method == "POST" else "read")
+    memory = memory_get(bank=bank, memory_id=memory_id)
+    if request.method != "POST":
+        return _row_response(request, bank, memory, editing=request.GET.get("edit") == "1")
+    action = request.POST.get("action", "save")
+    form = RowEditForm(request.POST, auto_id=f"row-{memory.pk}-%s")
+    try:
+        if action == "archive":
+            memory_archive(memory=memory, actor=actor(request), reason="archived from the list")
+        elif action == "restore":
+            memory_restore(memory=memory, actor=actor(request), reason="restored from the list")
+        elif not form.is_valid():
+            return _row_response(request, bank, memory, form=form, status=422)
+        else:
+            memory_update(memory=memory, actor=actor(request), text=form.cleaned_data["text"],
+                          tags=form.cleaned_data["tags"], reason="edited in the list")
+    except MemoryHubError as exc:
+        form.is_valid()
+        form.add_error(None, exc.message)
+        return _row_response(request, bank, memory, form=form, status=422)
+    memory.refresh_from_db()
+    return _row_response(request, bank, memory)
 
 
 @login_required
 @require_POST
 def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
-    try:
-        outcome = memory_retain(bank=bank, text=request.POST.get("text", ""), actor=actor(request),
-                                tags=_tags(request.POST.get("tags", "")),
-                                source=request.POST.get("source", "").strip() or "curation",
-                                fact_type=request.POST.get("fact_type", "").strip() or None)
-    except MemoryHubError as exc:
-        messages.error(request, exc.message)
-        return redirect("curation:memories", bank_id=bank.bank_id)
-    if outcome.stored:
-        messages.success(request, f"Retained as {outcome.memory_id}.")
-    else:
-        messages.info(request, f"Not stored: the same content is already memory {outcome.duplicate_of}.")
-    return redirect("curation:memories", bank_id=bank.bank_id)
+    form = RetainForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            outcome = memory_retain(bank=bank, text=data["text"], actor=actor(request), tags=data["tags"],
+                                    source="curation", fact_type=data["fact_type"].strip() or None)
+        except MemoryHubError as exc:
+            form.add_error("text" if getattr(exc, "field", "") == "content" else None, exc.message)
+        else:
+            if outcome.stored:
+                messages.success(request, f"Retained as {outcome.memory_id}.")
+            else:
+                messages.info(request, f"Not stored: the same content is already memory {outcome.duplicate_of}.")
+            return redirect("curation:memories", bank_id=bank.bank_id)
+    context = _list_context(request, bank)
+    _listing(request, bank, context)
+    context.update(retain_form=form, retain_open=True)
+    return render(request, "curation/memories.html", context, status=422)
 
 
 def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: Any) -> dict[str, Any]:

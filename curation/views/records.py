@@ -11,17 +11,21 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from banks.access import PERMISSIONS
 from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
-from banks.selectors.graph import graph_neighbors, graph_search
+from banks.selectors.ego import ego_graph
+from banks.selectors.graph import graph_search
 from banks.selectors.memories import exact_count
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
 from curation.forms import TokenForm
+from curation.graph_svg import ego_svg
 from memoryhub.errors import MemoryHubError
 from portability.formats.common import parse_time
 
@@ -38,11 +42,20 @@ def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
     focus = Entity.objects.filter(bank=bank, entity_id=entity_id).first() if entity_id else None
     if entity_id and focus is None:
         raise Http404("No such entity")
-    neighbors = graph_neighbors(bank=bank, entity_ids=[focus.entity_id], max_depth=2, limit=30) if focus else []
-    links = EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus)).select_related(
-        "entity_a", "entity_b")[:100] if focus else []
-    return render(request, "curation/graph.html", {"bank": bank, "entities": entities, "q": q, "focus": focus,
-                                                   "neighbors": neighbors, "links": links, "tab": "graph"})
+    if focus is None and entities and not q:
+        focus = entities[0]  # the most mentioned entity, so the page opens on a picture
+    context = {"bank": bank, "entities": entities, "q": q, "focus": focus, "tab": "graph",
+               "entity_total": Entity.objects.filter(bank=bank).count(),
+               "can_write": operator(request).can(bank_id, "write")}
+    if focus is not None:
+        ego = ego_graph(bank=bank, focus=focus)
+        base = reverse("curation:graph", kwargs={"bank_id": bank.bank_id})
+        context.update(
+            ego=ego, links=EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus))
+            .select_related("entity_a", "entity_b")[:100],
+            picture=ego_svg(ego, entity_url=lambda ref: f"{base}?{urlencode({'entity': ref})}",
+                            memory_url=lambda ref: reverse("curation:memory", args=[bank.bank_id, ref])))
+    return render(request, "curation/graph.html", context)
 
 
 @login_required
@@ -199,7 +212,7 @@ def graph_link(request: HttpRequest, bank_id: str) -> HttpResponse:
             messages.success(request, "Linked.")
     except (MemoryHubError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", "Bad link."))
-    return redirect(f"{request.path.rsplit('/link', 1)[0]}/?entity={focus}")
+    return redirect(f"{reverse('curation:graph', kwargs={'bank_id': bank.bank_id})}?{urlencode({'entity': focus})}")
 
 
 @login_required

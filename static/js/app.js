@@ -101,3 +101,10 @@
     }
   });
 })();
+
+// "Select every row on this page" in lists with row checkboxes.
+document.addEventListener("change", function (event) {
+  var all = event.target.closest("[data-select-all]");
+  if (!all) { return; }
+  document.querySelectorAll("[data-select-row]").forEach(function (box) { box.checked = all.checked; });
+});

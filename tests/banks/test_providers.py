@@ -125,3 +125,17 @@ def test_unknown_provider_names_are_refused():
         build_embedder("word2vec")
     with pytest.raises(ProviderError, match="Unknown language model provider"):
         build_llm("clippy")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The invoice service runs on Postgres in Berlin.", {"Postgres": "PRODUCT", "Berlin": "LOCATION"}),
+    ("We met Priya Raman and Marcus in Lisbon.", {"Priya Raman": "PERSON", "Marcus": "PERSON",
+                                                   "Lisbon": "LOCATION"}),
+    ("The Billing Service belongs to Acme Corp.", {"Billing Service": "PRODUCT", "Acme Corp": "ORG"}),
+    ("Logs go to Grafana and Zorblat.", {"Grafana": "PRODUCT", "Zorblat": "OTHER"}),
+])
+def test_extractive_entity_types_are_not_all_people(text, expected):
+    from banks.providers.extractive import ExtractiveLanguageModel
+
+    found = {e.name: e.entity_type for e in ExtractiveLanguageModel().extract_entities(text)}
+    assert {k: found.get(k) for k in expected} == expected, found

@@ -189,7 +189,7 @@ def test_audit_csv_export(admin_client, filled):
 
 def test_htmx_gets_partials(admin_client, filled):
     partial = admin_client.get("/banks/user-alice/memories/", HTTP_HX_REQUEST="true").content.decode()
-    assert partial.lstrip().startswith('<div id="memory-results">') and "<html" not in partial
+    assert partial.lstrip().startswith('<div id="memory-results"') and "<html" not in partial
     full = admin_client.get("/banks/user-alice/memories/").content.decode()
     assert "<html" in full
 
@@ -200,7 +200,7 @@ def test_memory_list_query_count_does_not_grow_with_the_bank(admin_client, bank,
                       extract_entities=False, near_dedup=False)
     with django_assert_max_num_queries(12):
         response = admin_client.get("/banks/user-alice/memories/")
-    assert response.status_code == 200 and "Older memories" in response.content.decode()
+    assert response.status_code == 200 and "Older →" in response.content.decode()
 
 
 def test_keyset_pagination_walks_every_memory_once(admin_client, bank):
@@ -296,3 +296,19 @@ def test_import_preview_is_the_only_way_in_and_says_would(admin_client, bank, se
                              counts={"imported": 8, "duplicates": 1})
     page = admin_client.get(f"/banks/user-alice/jobs/{job.pk}/").content.decode()
     assert "would import 8" in page and "imported 8" not in page
+
+
+def test_graph_draws_the_ego_graph_and_recentres(admin_client, bank):
+    from banks.models import Entity
+
+    memory_retain(bank=bank, text="Priya Raman runs the billing service on Postgres in Berlin.", actor="test")
+    memory_retain(bank=bank, text="Priya Raman and Marcus Lee meet in Berlin on Fridays.", actor="test")
+    priya = Entity.objects.get(bank=bank, name="Priya Raman")
+    page = admin_client.get(f"/banks/user-alice/graph/?entity={priya.entity_id}").content.decode()
+    assert '<svg class="ego"' in page and "Around Priya Raman" in page
+    berlin = Entity.objects.get(bank=bank, name="Berlin")
+    assert berlin.entity_type == "LOCATION" and Entity.objects.get(bank=bank, name="Postgres").entity_type == "PRODUCT"
+    assert f"?entity={berlin.entity_id}" in page and 'class="node node-memory"' in page
+    assert "re-centre on Marcus Lee" in page
+    again = admin_client.get(f"/banks/user-alice/graph/?entity={berlin.entity_id}").content.decode()
+    assert "Around Berlin" in again and "re-centre on Priya Raman" in again
