@@ -45,9 +45,10 @@ def day_chart(days: list[date], values: list[int], *, title: str, unit: str, css
         (left - 3, _n(top_pad + plot_h - plot_h * t / top), width - 6, _n(top_pad + plot_h - plot_h * t / top),
          left - 6, _n(top_pad + plot_h - plot_h * t / top + 4), f"{t:,}") for t in sorted({0, top // 2, top})))
     every = max(1, round(len(days) / 5))
-    labels = format_html_join("", '<text x="{}" y="{}" text-anchor="middle">{}</text>', (
-        (_n(left + i * step + step / 2), height - 6, d.strftime("%b %d")) for i, d in enumerate(days)
-        if i % every == 0 or i == len(days) - 1))
+    labels = format_html_join("", '<text x="{}" y="{}" text-anchor="{}">{}</text>', (
+        (_n(left + i * step + step / 2), height - 6,
+         "end" if i == len(days) - 1 else ("start" if i == 0 else "middle"), d.strftime("%b %d"))
+        for i, d in enumerate(days) if (i % every == 0 and len(days) - 1 - i >= every / 2) or i == len(days) - 1))
     total = sum(values)
     peak = max(range(len(values)), key=lambda i: values[i])
     summary = (f"{title}: {total:,} {unit} from {days[0].isoformat()} to {days[-1].isoformat()}, "

@@ -187,3 +187,26 @@ class RowEditForm(CurationForm):
     id_prefix = "row"
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Text")
     tags = TagsField(required=False, label="Tags")
+
+
+class BankDeleteForm(CurationForm):
+    id_prefix = "del"
+    confirm = forms.CharField(label="Type the bank id to confirm", max_length=255)
+    reason = forms.CharField(label="Reason (kept in the audit log)", max_length=2000)
+
+    def __init__(self, *args: Any, bank_id: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bank_id = bank_id
+
+    def clean_confirm(self) -> str:
+        value = self.cleaned_data["confirm"].strip()
+        if value != self.bank_id:
+            raise forms.ValidationError(f"Type {self.bank_id} exactly to delete this bank.")
+        return value
+
+
+class ReflectForm(CurationForm):
+    id_prefix = "rf"
+    q = forms.CharField(label="Ask the bank", max_length=2000,
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "What does the user prefer?"}))
+    tags = TagsField(required=False, label="Only memories with tags")

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from banks.api import views_core, views_docs
 
@@ -13,6 +14,8 @@ urlpatterns = [
     path("health", views_core.HealthApi.as_view(), name="health"),
     path("health/live", views_core.LiveApi.as_view(), name="health-live"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the page says; answer with the SVG icon.
+    path("favicon.ico", RedirectView.as_view(url="/static/img/favicon.svg", permanent=True)),
     path("", include("portability.urls")),
     path("", include("curation.urls")),
 ]

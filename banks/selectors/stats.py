@@ -32,6 +32,16 @@ def retained_per_day(bank_ids: list[int], days: int = 14) -> dict[int, list[int]
     return series
 
 
+def last_changes(bank_ids: list[int]) -> dict[int, object]:
+    """The time of each bank's latest audited change (retains, edits, imports...): one index probe per bank."""
+    if not bank_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT b.id, (SELECT a.created_at FROM banks_auditevent a WHERE a.bank_id = b.id "
+                       "ORDER BY a.created_at DESC LIMIT 1) FROM unnest(%s::bigint[]) AS b(id)", [bank_ids])
+        return {pk: when for pk, when in cursor.fetchall() if when}
+
+
 def bank_cards(banks: list[Bank]) -> list[dict]:
     ids = [b.pk for b in banks]
     spark = retained_per_day(ids)
@@ -41,12 +51,15 @@ def bank_cards(banks: list[Bank]) -> list[dict]:
                   .annotate(n=Count("pk")).values_list("bank_id", "n"))
     directives = dict(MentalModel.objects.live().directives().filter(bank_id__in=ids).values("bank_id")
                       .annotate(n=Count("pk")).values_list("bank_id", "n"))
+    latest_change = last_changes(ids)
     cards = []
     for bank in banks:
         count, more = bounded_count(Memory.objects.live().filter(bank=bank))
         cards.append({"bank": bank, "memories": count, "more": more, "observations": observations.get(bank.pk, 0),
                       "models": models.get(bank.pk, 0), "directives": directives.get(bank.pk, 0),
-                      "spark": spark[bank.pk]})
+                      "spark": spark[bank.pk],
+                      "last_activity": max((t for t in (bank.last_activity_at, latest_change.get(bank.pk)) if t),
+                                           default=None)})
     return cards
 
 

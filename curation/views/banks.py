@@ -13,9 +13,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from banks.selectors.stats import bank_cards, bank_overview
-from banks.services.banks import bank_create, bank_update
+from banks.services.banks import bank_create, bank_delete, bank_update
+from banks.services.reflect import reflect
 from curation.access import actor, operator, operator_bank
 from curation.charts import day_chart, sparkline
+from curation.forms import BankDeleteForm, ReflectForm
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 
@@ -70,7 +72,7 @@ def bank_detail(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
     stats = bank_overview(bank)
     days = [(timezone.now() - timedelta(days=29 - i)).date() for i in range(30)]
-    context = {"bank": bank, "stats": stats, "tab": "overview",
+    context = {"bank": bank, "stats": stats, "tab": "overview", "delete_form": BankDeleteForm(bank_id=bank.bank_id),
                "per_day_chart": day_chart(days, stats["per_day"], title="Memories retained per day",
                                           unit="retained"),
                "occurred_chart": day_chart(stats.get("occurred_days", []), stats.get("occurred_per_day", []),
@@ -92,3 +94,39 @@ def bank_settings(request: HttpRequest, bank_id: str) -> HttpResponse:
     except (MemoryHubError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", None) or "The dedup threshold must be a number.")
     return redirect("curation:bank", bank_id=bank.bank_id)
+
+
+@login_required
+@require_POST
+def bank_delete_view(request: HttpRequest, bank_id: str) -> HttpResponse:
+    """Delete a bank and everything in it: administrators of the bank only, after typing its id."""
+    bank = operator_bank(request, bank_id, "admin")
+    form = BankDeleteForm(request.POST, bank_id=bank.bank_id)
+    if form.is_valid():
+        try:
+            bank_delete(bank=bank, actor=actor(request), confirm=form.cleaned_data["confirm"],
+                        reason=form.cleaned_data["reason"])
+        except MemoryHubError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Bank {bank_id} and everything in it were deleted.")
+            return redirect("curation:home")
+    stats = bank_overview(bank)
+    return render(request, "curation/bank_detail.html", {
+        "bank": bank, "stats": stats, "tab": "overview", "delete_form": form, "delete_open": True,
+        "can_admin": True}, status=422)
+
+
+@login_required
+def reflect_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
+    """Ask the bank a question: the answer, its confidence, and the memories it cites."""
+    bank = operator_bank(request, bank_id)
+    form = ReflectForm(request.GET or None)
+    outcome = None
+    if form.is_bound and form.is_valid():
+        try:
+            outcome = reflect(banks=[bank], query=form.cleaned_data["q"], tags=form.cleaned_data["tags"] or None)
+        except MemoryHubError as exc:
+            form.add_error(None, exc.message)
+    return render(request, "curation/reflect.html", {"bank": bank, "form": form, "outcome": outcome,
+                                                     "tab": "reflect"})

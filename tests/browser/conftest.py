@@ -56,3 +56,20 @@ def shot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def axe_violations(page, *, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Run axe-core (the copy the axe-playwright-python package ships) on the current page.
+
+    ``page.evaluate`` runs in the page without a <script> element, so the Content-Security-Policy
+    stays as strict as in production."""
+    from importlib.resources import files
+
+    source = files("axe_playwright_python").joinpath("axe.min.js").read_text(encoding="utf-8")
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.evaluate(source)
+    result = page.evaluate(
+        "() => axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', "
+        "'best-practice']}, resultTypes: ['violations']})")
+    return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes'][:3]]}"
+            for v in result["violations"] if v["id"] not in ignore]

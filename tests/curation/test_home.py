@@ -37,3 +37,22 @@ def test_pages_forbid_inline_scripts(operator_client):
 def test_static_htmx_is_served(client):
     response = client.get("/static/js/htmx.min.js")
     assert response.status_code == 200
+
+
+def test_last_activity_is_filled_from_the_latest_change(admin_client_for_home, make_bank):
+    from banks.services.memories import memory_retain
+
+    bank = make_bank("busy")
+    memory_retain(bank=bank, text="Something happened.", actor="test")
+    page = admin_client_for_home.get("/").content.decode()
+    row = page.split("<code>busy</code>")[1].split("</tr>")[0]
+    assert "<time datetime=" in row and "UTC" in row
+
+
+@pytest.fixture
+def admin_client_for_home(django_user_model):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser(username="home-root", password="pw"))
+    return client

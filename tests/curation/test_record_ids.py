@@ -52,7 +52,7 @@ def test_every_screen_of_an_imported_obsidian_bank(admin_client, vault_bank):
              "/banks/vault/memories/?q=billing&page=2", "/banks/vault/memories/?state=all",
              "/banks/vault/time/?q=Priya", "/banks/vault/time/", "/banks/vault/graph/", "/banks/vault/observations/",
              "/banks/vault/models/", "/banks/vault/directives/", "/banks/vault/duplicates/",
-             "/banks/vault/transfer/", "/audit/?bank=vault"]
+             "/banks/vault/transfer/", "/banks/vault/reflect/?q=Priya", "/audit/?bank=vault"]
     pages += [reverse("curation:memory", args=["vault", i]) for i in ids]
     for url in pages:
         response = admin_client.get(url)

@@ -312,3 +312,22 @@ def test_graph_draws_the_ego_graph_and_recentres(admin_client, bank):
     assert "re-centre on Marcus Lee" in page
     again = admin_client.get(f"/banks/user-alice/graph/?entity={berlin.entity_id}").content.decode()
     assert "Around Berlin" in again and "re-centre on Priya Raman" in again
+
+
+def test_reflect_playground_answers_with_cited_memories(admin_client, filled):
+    page = admin_client.get("/banks/user-alice/reflect/?q=what+music+does+Alice+like").content.decode()
+    assert "Cited memories" in page and (filled["a"].memory_id in page or filled["b"].memory_id in page)
+    assert "jazz" in page.split('id="answer-h"')[1]
+
+
+def test_bank_delete_needs_the_typed_id_and_the_admin_role(admin_client, operator_client, operator, bank, filled):
+    BankMembership.objects.create(user=operator, bank=bank, role="curator")
+    assert operator_client.post("/banks/user-alice/delete", {"confirm": "user-alice", "reason": "x"}
+                                ).status_code == 403
+    wrong = admin_client.post("/banks/user-alice/delete", {"confirm": "user-alic", "reason": "cleanup"})
+    assert wrong.status_code == 422 and "Type user-alice exactly" in wrong.content.decode()
+    assert Memory.objects.filter(bank__bank_id="user-alice").exists()
+    done = admin_client.post("/banks/user-alice/delete", {"confirm": "user-alice", "reason": "cleanup"})
+    assert done.status_code == 302
+    assert not Memory.objects.filter(bank__bank_id="user-alice").exists()
+    assert AuditEvent.objects.filter(action="bank.delete", reason="cleanup").exists()
