@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
-from curation.views import banks, live, memories, operator, records
+from curation.views import banks, holds, live, memories, operator, records
 
 register_converter(RecordIdConverter, "rid")
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("banks/<str:bank_id>/", banks.bank_detail, name="bank"),
     path("banks/<str:bank_id>/settings", banks.bank_settings, name="bank-settings"),
     path("banks/<str:bank_id>/delete", banks.bank_delete_view, name="bank-delete"),
+    path("banks/<str:bank_id>/holds", holds.hold_place, name="bank-hold"),
+    path("banks/<str:bank_id>/holds/<str:hold_id>/release", holds.hold_lift, name="bank-hold-release"),
     path("banks/<str:bank_id>/reflect/", banks.reflect_playground, name="reflect"),
     path("banks/<str:bank_id>/memories/", memories.memory_list, name="memories"),
     path("banks/<str:bank_id>/memories/new", memories.memory_new, name="memory-new"),

@@ -59,6 +59,15 @@ class Conflict(MemoryHubError):
     status, code = 409, "conflict"
 
 
+class LegalHoldActive(Conflict):
+    code = "legal_hold_active"
+
+    def __init__(self, bank_id: str, hold_ids: list[str]) -> None:
+        super().__init__(
+            f"Bank '{bank_id}' is under legal hold ({', '.join(hold_ids)}); release the hold first, "
+            "or erase for compliance with a reason", bank_id=bank_id, hold_ids=hold_ids)
+
+
 class Unprocessable(MemoryHubError):
     status, code = 422, "unprocessable"
 

@@ -14,8 +14,11 @@ from drf_spectacular.openapi import AutoSchema
 from pydantic import BaseModel
 
 from banks.api import responses as out
+from banks.api import responses_admin as admin_out
 from banks.api import schemas as core
+from banks.api import schemas_admin as admin
 from banks.api import schemas_live as live
+from banks.models.banks import BANK_ID_PATTERN
 
 # (view class name, HTTP method) -> (body model, query model, permission, summary)
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] | None, str, str]] = {
@@ -62,6 +65,12 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("BankApi", "get"): (None, None, "read", "A bank with its counts"),
     ("BankApi", "patch"): (live.BankUpdateRequest, None, "admin", "Change bank settings"),
     ("BankApi", "delete"): (None, live.BankDeleteQuery, "admin", "Delete a bank (confirm=<bank_id>)"),
+    ("AdminBanksApi", "get"): (None, None, "admin", "Ids of the banks this token administers"),
+    ("AdminBanksHealthApi", "get"): (None, None, "admin", "Health of every bank this token administers"),
+    ("AdminBankHealthApi", "get"): (None, None, "admin", "Health of one bank, from its real counts"),
+    ("HoldApi", "get"): (None, None, "admin", "Whether the bank is under legal hold, and its holds"),
+    ("HoldApi", "post"): (admin.HoldSetRequest, None, "admin", "Place a legal hold (forget is then a 409)"),
+    ("HoldReleaseApi", "delete"): (None, admin.HoldReleaseQuery, "admin", "Release a legal hold"),
 }
 
 
@@ -91,7 +100,10 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("ObservationsApi", "post"): out.Observation, ("ObservationApi", "get"): out.Observation,
     ("ObservationApi", "patch"): out.Observation, ("ObservationApi", "delete"): out.Deleted,
     ("ObservationsInvalidateApi", "post"): out.Deleted, ("ExportApi", "post"): out.ExportResult,
-    ("ImportApi", "post"): out.ImportResult,
+    ("ImportApi", "post"): out.ImportResult, ("AdminBanksApi", "get"): admin_out.AdminBankList,
+    ("AdminBanksHealthApi", "get"): admin_out.BankHealthList, ("AdminBankHealthApi", "get"): admin_out.BankHealth,
+    ("HoldApi", "get"): admin_out.HoldState, ("HoldApi", "post"): admin_out.LegalHold,
+    ("HoldReleaseApi", "delete"): admin_out.HoldReleased,
 }
 
 _MODELS: dict[str, type[BaseModel]] = {}
@@ -104,11 +116,32 @@ def register(name: str, model: type[BaseModel]) -> None:
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    _pattern_bank_ids(schema)
     required = set(schema.get("required", []))
     return [
         {"name": name, "in": "query", "required": name in required, "schema": prop}
         for name, prop in schema.get("properties", {}).items()
     ]
+
+
+def _with_bank_id_pattern(parameter: dict[str, Any]) -> dict[str, Any]:
+    if parameter.get("name") == "bank_id":
+        parameter["schema"] = {**parameter.get("schema", {}), "type": "string", "pattern": BANK_ID_PATTERN,
+                               "maxLength": 255}
+    return parameter
+
+
+def _pattern_bank_ids(schema: dict[str, Any]) -> None:
+    """Every ``bank_id`` (and ``banks`` item) a body or query names carries Astrocyte's id rule."""
+    for name, prop in schema.get("properties", {}).items():
+        if name == "bank_id":
+            for variant in prop.get("anyOf", [prop]):
+                if variant.get("type") == "string":
+                    variant.update(pattern=BANK_ID_PATTERN, maxLength=255)
+        elif name == "banks":
+            for variant in prop.get("anyOf", [prop]):
+                if variant.get("type") == "array" and variant.get("items", {}).get("type") == "string":
+                    variant["items"].update(pattern=BANK_ID_PATTERN, maxLength=255)
 
 
 class PydanticAutoSchema(AutoSchema):
@@ -125,7 +158,8 @@ class PydanticAutoSchema(AutoSchema):
         body, query, permission, summary = OPERATIONS[key]
         operation["summary"] = summary
         operation["description"] = f"Needs the `{permission}` permission on the bank."
-        operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") == "path"]
+        operation["parameters"] = [_with_bank_id_pattern(p) for p in operation.get("parameters", [])
+                                   if p.get("in") == "path"]
         operation.pop("requestBody", None)
         if body is not None:
             register(body.__name__, body)
@@ -153,6 +187,7 @@ def add_pydantic_components(result: dict[str, Any], generator: Any, request: Any
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         for def_name, definition in schema.pop("$defs", {}).items():
             schemas.setdefault(def_name, definition)
+        _pattern_bank_ids(schema)
         schemas[name] = schema
     schemas["Error"] = {
         "type": "object", "required": ["detail", "error"],

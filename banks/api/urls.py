@@ -1,6 +1,6 @@
 from django.urls import path
 
-from banks.api import views_banks, views_core, views_live, views_models, views_reflect
+from banks.api import views_admin, views_banks, views_core, views_live, views_models, views_reflect
 
 app_name = "v1"
 
@@ -37,6 +37,12 @@ urlpatterns = [
     path("directives/<str:directive_id>", views_live.DirectiveApi.as_view(), name="directive"),
     path("directives/<str:directive_id>/deactivate", views_live.DirectiveDeactivateApi.as_view(),
          name="directive-deactivate"),
+    path("admin/banks", views_admin.AdminBanksApi.as_view(), name="admin-banks"),
+    path("admin/banks/health", views_admin.AdminBanksHealthApi.as_view(), name="admin-banks-health"),
+    path("admin/banks/<str:bank_id>/health", views_admin.AdminBankHealthApi.as_view(), name="admin-bank-health"),
+    path("admin/banks/<str:bank_id>/hold", views_admin.HoldApi.as_view(), name="admin-bank-hold"),
+    path("admin/banks/<str:bank_id>/hold/<str:hold_id>", views_admin.HoldReleaseApi.as_view(),
+         name="admin-bank-hold-release"),
     path("banks", views_banks.BanksApi.as_view(), name="banks"),
     path("banks/<str:bank_id>", views_banks.BankApi.as_view(), name="bank"),
 ]

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from banks.models import Bank, BankMembership, Memory
 from banks.services.audit import audit_record
+from banks.services.holds import ensure_not_held
 from memoryhub.errors import Conflict, InvalidInput
 from memoryhub.input_rules import check_bank_id, check_storable
 
@@ -77,6 +78,7 @@ def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "") -> No
     """Delete a bank and everything in it. ``confirm`` must repeat the bank id."""
     if confirm != bank.bank_id:
         raise InvalidInput(f"must repeat the bank id '{bank.bank_id}' to delete it", field="confirm")
+    ensure_not_held(bank)
     count = bank.memories.count()
     # Memories go first, a chunk at a time, so a million-memory bank never sits in memory at once.
     while True:

@@ -5,7 +5,8 @@
   history ``as_of`` an earlier moment still sees it (Astrocyte's SQL stores do
   the same), but nothing else does.
 * compliance: the rows are removed for good; only the audit event remains,
-  and it holds no text of what was deleted.
+  and it holds no text of what was deleted. It overrides legal holds and names them.
+* A bank under legal hold refuses delete (409); archive stays allowed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from banks.models import Bank, Memory, ObservationEvidence
+from banks.selectors.holds import active_hold_ids
 from banks.services.audit import audit_record
+from banks.services.holds import ensure_not_held
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
@@ -67,6 +70,10 @@ def memory_forget(
     if compliance and archive:
         raise InvalidInput("a compliance forget erases for good; it cannot archive", field="archive")
     selection = forget_selection(bank=bank, memory_ids=memory_ids, tags=tags, scope=scope, before_date=before_date)
+    # A hold blocks deleting, not archiving (nothing is lost); a compliance erase overrides it.
+    overridden_holds = active_hold_ids(bank) if compliance else []
+    if not compliance and not archive:
+        ensure_not_held(bank)
     now = timezone.now()
     outcome = ForgetOutcome()
     with transaction.atomic():
@@ -100,6 +107,7 @@ def memory_forget(
                 },
                 "deleted_count": outcome.deleted_count,
                 "archived_count": outcome.archived_count,
+                **({"overrode_holds": overridden_holds} if overridden_holds else {}),
             },
         )
         if ids and not archive:

@@ -62,6 +62,10 @@ ROUTES = [
     ("get", f"/v1/banks/{B}", {}, "read"),
     ("patch", f"/v1/banks/{B}", {"name": "Alice"}, "admin"),
     ("delete", f"/v1/banks/{B}", {"confirm": B}, "admin"),
+    ("get", f"/v1/admin/banks/{B}/health", {}, "admin"),
+    ("get", f"/v1/admin/banks/{B}/hold", {}, "admin"),
+    ("post", f"/v1/admin/banks/{B}/hold", {"hold_id": "h1", "reason": "litigation"}, "admin"),
+    ("delete", f"/v1/admin/banks/{B}/hold/h1", {}, "admin"),
 ]
 
 
@@ -131,9 +135,9 @@ def _v1_routes() -> set[str]:
 
 def test_the_matrix_covers_every_route_with_a_bank():
     covered = {p for _, p, _, _ in ROUTES}
-    bankless = {"/v1/openapi.json", "/v1/docs", "/v1/banks"}
+    bankless = {"/v1/openapi.json", "/v1/docs", "/v1/banks", "/v1/admin/banks", "/v1/admin/banks/health"}
     names = {"mm": "{model_id}", "OBS": "{observation_id}", "dir": "{directive_id}", B: "{bank_id}",
-             "1": "{number}", "JOB": "{job_id}"}
+             "1": "{number}", "JOB": "{job_id}", "h1": "{hold_id}"}
     normalised = {"/".join(names.get(segment, segment) for segment in p.split("/")) for p in covered}
     missing = {r for r in _v1_routes() - bankless if r not in normalised
                and not r.startswith(("/v1/agent", "/v1/ingest"))}

@@ -1,0 +1,53 @@
+"""Response bodies of the /v1/admin routes, for the OpenAPI document (views build plain dicts)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class LegalHold(BaseModel):
+    hold_id: str
+    bank_id: str
+    reason: str
+    set_at: str
+    set_by: str
+
+
+class HoldState(BaseModel):
+    bank_id: str
+    under_hold: bool
+    holds: list[LegalHold]
+
+
+class HoldReleased(BaseModel):
+    bank_id: str
+    hold_id: str
+    released: bool
+
+
+class HealthIssue(BaseModel):
+    severity: str
+    code: str
+    message: str
+    recommendation: str
+
+
+class BankHealth(BaseModel):
+    bank_id: str
+    score: float
+    status: str
+    issues: list[HealthIssue]
+    metrics: dict[str, float | None]
+    assessed_at: str
+    last_retain_at: str | None
+    job_backlog: int
+    failed_jobs_7d: int
+    legal_holds: list[str]
+
+
+class BankHealthList(BaseModel):
+    banks: list[BankHealth]
+
+
+class AdminBankList(BaseModel):
+    banks: list[str]

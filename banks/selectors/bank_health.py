@@ -1,0 +1,87 @@
+"""Bank health in Astrocyte's ``BankHealth`` shape, from what the database really holds.
+
+Recall and reflect are read-only and leave no record, so their counters are not known here and
+are reported as null rather than invented; everything else is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Avg, Max
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from banks.models import AuditEvent, Bank, Job, JobState, Memory
+from banks.selectors.holds import active_hold_ids
+
+# Average length is measured over the newest memories so a huge bank answers fast.
+LENGTH_SAMPLE = 1000
+FAILED_JOB_WINDOW = timedelta(days=7)
+BACKLOG_WARNING = 10
+
+
+@dataclass
+class BankHealthView:
+    bank_id: str
+    score: float
+    status: str
+    issues: list[dict[str, str]] = field(default_factory=list)
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    assessed_at: datetime | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _issue(severity: str, code: str, message: str, recommendation: str) -> dict[str, str]:
+    return {"severity": severity, "code": code, "message": message, "recommendation": recommendation}
+
+
+def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str = "") -> BankHealthView:
+    """The health of ``bank``; None stands for a granted bank id nothing was written to yet."""
+    now = now or timezone.now()
+    if bank is None:
+        memory_count, avg_length, last_retain_at, retain_count, backlog, failed = 0, None, None, 0, 0, 0
+        holds: list[str] = []
+    else:
+        bank_id = bank.bank_id
+        live = Memory.objects.live().filter(bank=bank)
+        memory_count = live.count()
+        newest = live.order_by("-retained_at", "-id").values("pk")[:LENGTH_SAMPLE]
+        avg_length = Memory.objects.filter(pk__in=newest).aggregate(n=Avg(Length("text")))["n"]
+        last_retain_at = Memory.objects.filter(bank=bank).aggregate(t=Max("retained_at"))["t"]
+        retain_count = AuditEvent.objects.filter(bank=bank, action="memory.retain").count()
+        jobs = Job.objects.filter(bank=bank)
+        backlog = jobs.filter(state__in=[JobState.QUEUED, JobState.RUNNING]).count()
+        failed = jobs.filter(state=JobState.FAILED, created_at__gte=now - FAILED_JOB_WINDOW).count()
+        holds = active_hold_ids(bank)
+
+    issues = []
+    if failed:
+        issues.append(_issue("warning", "failed_jobs", f"{failed} background job(s) failed in the last 7 days",
+                             "Open the failed jobs and retry them after fixing the cause."))
+    if backlog >= BACKLOG_WARNING:
+        issues.append(_issue("warning", "job_backlog", f"{backlog} jobs are queued or running",
+                             "Check that the worker is running."))
+    if memory_count == 0:
+        issues.append(_issue("info", "empty_bank", "The bank holds no memories", "Retain or import memories."))
+    if holds:
+        issues.append(_issue("info", "legal_hold", f"Under legal hold: {', '.join(holds)}",
+                             "Forget and lifecycle deletion are refused until the hold is released."))
+    penalty = sum({"critical": 0.5, "warning": 0.2, "info": 0.0}[i["severity"]] for i in issues)
+    score = round(max(0.0, 1.0 - penalty), 4)
+    status = "healthy" if score >= 0.8 else ("warning" if score >= 0.5 else "unhealthy")
+    metrics: dict[str, float | None] = {
+        "recall_hit_rate": None, "avg_recall_score": None, "dedup_rate": None, "reflect_success_rate": None,
+        "avg_content_length": round(float(avg_length), 2) if avg_length is not None else 0.0,
+        "recall_to_retain_ratio": None, "retain_count": float(retain_count), "recall_count": None,
+        "reflect_count": None, "memory_count": float(memory_count),
+    }
+    details = {"last_retain_at": last_retain_at, "job_backlog": backlog, "failed_jobs_7d": failed,
+               "legal_holds": holds}
+    return BankHealthView(bank_id=bank_id, score=score, status=status, issues=issues, metrics=metrics,
+                          assessed_at=now, details=details)
+
+
+__all__ = ["BankHealthView", "bank_health"]

@@ -1,0 +1,17 @@
+"""The legal-hold panel of a bank's settings, self-contained so the overview needs no extra context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from banks.models import Bank
+from banks.selectors.holds import bank_holds
+
+register = template.Library()
+
+
+@register.inclusion_tag("curation/partials/holds.html")
+def legal_holds(bank: Bank, can_admin: bool) -> dict[str, Any]:
+    return {"bank": bank, "holds": list(bank_holds(bank)), "can_admin": can_admin}
