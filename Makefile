@@ -26,10 +26,14 @@ test: $(STAMP) chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
+# Import/export beside PostgreSQL's own COPY and index build, recall over HTTP on the imported bank and
+# on the same number of memories spread over BENCH_BANKS skewed banks, then the operator pages.
 BENCH_MEMORIES ?= 100000
+BENCH_BANKS ?= 10000
 bench: $(STAMP)
-	$(PY) bench/recall_bench.py --memories $(BENCH_MEMORIES)
 	$(PY) bench/portability_bench.py --memories $(BENCH_MEMORIES)
+	$(PY) bench/recall_http_bench.py --bank import-bench-$(BENCH_MEMORIES)
+	$(PY) bench/recall_http_bench.py --memories $(BENCH_MEMORIES) --banks $(BENCH_BANKS)
 	$(PY) bench/curation_bench.py --bank import-bench-$(BENCH_MEMORIES)
 
 lint: $(STAMP)

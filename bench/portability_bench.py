@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+# The figures measure storage, not a model: the hashing embedder unless told otherwise.
+os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
 
 import django  # noqa: E402
 
@@ -91,7 +93,7 @@ def main() -> None:
         started = time.perf_counter()
         _, _, records = open_archive(archive)
         report = archive_import(bank=bank, records=records, actor="bench", batch_size=args.batch, progress=progress)
-        took = time.perf_counter() - started
+        took = took_import = time.perf_counter() - started
         print(f"IMPORT {report.imported} memories in {took:.1f} s = {report.imported / took:.0f} memories/s; "
               f"RSS before {baseline:.0f} MB, during min {min(samples):.0f} / max {max(samples):.0f} MB, "
               f"peak {peak_mb():.0f} MB", flush=True)
@@ -105,6 +107,67 @@ def main() -> None:
         print(f"EXPORT {exported.exported_count} memories in {took:.1f} s = {exported.exported_count / took:.0f} "
               f"memories/s; {out.stat().st_size / 1e6:.1f} MB; RSS during min {min(export_samples):.0f} / "
               f"max {max(export_samples):.0f} MB, peak {peak_mb():.0f} MB", flush=True)
+    postgres_baseline(bank, report.imported / max(took_import, 1e-9),
+             exported.exported_count / took)
+
+
+BASELINE_TABLE = "bench_baseline_memory"
+
+
+def postgres_baseline(bank: Bank, import_rate: float, export_rate: float) -> None:
+    """What PostgreSQL itself does with the same rows: COPY them out, COPY them in, build the indexes."""
+    from django.db import connection
+
+    columns = ("memory_id, text, fact_type, memory_layer, tags, metadata, occurred_at, retained_at, created_at, "
+               "source, content_hash, embedding, embedding_model, embedding_dims")
+    n = Memory.objects.filter(bank=bank).count()
+    with tempfile.TemporaryDirectory(prefix="memoryhub-baseline-") as scratch:
+        dump = Path(scratch) / "rows.copy"
+        with connection.cursor() as cursor:
+            raw = cursor.cursor
+            started = time.perf_counter()
+            with dump.open("wb") as fp, raw.copy(
+                    f"COPY (SELECT {columns} FROM banks_memory WHERE bank_id = {int(bank.pk)} ORDER BY id) "
+                    "TO STDOUT") as copy:
+                for block in copy:
+                    fp.write(block)
+            copy_out = time.perf_counter() - started
+            cursor.execute(f"DROP TABLE IF EXISTS {BASELINE_TABLE}")
+            cursor.execute(f"CREATE TABLE {BASELINE_TABLE} (LIKE banks_memory INCLUDING DEFAULTS "
+                           "INCLUDING GENERATED INCLUDING IDENTITY)")
+            cursor.execute(f"ALTER TABLE {BASELINE_TABLE} ALTER COLUMN bank_id SET DEFAULT {int(bank.pk)}, "
+                           "ALTER COLUMN pii SET DEFAULT false, ALTER COLUMN updated_at SET DEFAULT now()")
+            started = time.perf_counter()
+            with dump.open("rb") as fp, raw.copy(f"COPY {BASELINE_TABLE} ({columns}) FROM STDIN") as copy:
+                while block := fp.read(1 << 20):
+                    copy.write(block)
+            copy_in = time.perf_counter() - started
+            cursor.execute("SET maintenance_work_mem = '512MB'")
+            cursor.execute("SET max_parallel_maintenance_workers = 2")
+            started = time.perf_counter()
+            for statement in (
+                f"CREATE UNIQUE INDEX ON {BASELINE_TABLE} (bank_id, memory_id)",
+                f"CREATE UNIQUE INDEX ON {BASELINE_TABLE} (bank_id, content_hash) "
+                "WHERE archived_at IS NULL AND forgotten_at IS NULL",
+                f"CREATE INDEX ON {BASELINE_TABLE} USING gin (search_vector)",
+                f"CREATE INDEX ON {BASELINE_TABLE} USING gin (tags)",
+                f"CREATE INDEX ON {BASELINE_TABLE} (bank_id, retained_at DESC, id DESC)",
+                f"CREATE INDEX ON {BASELINE_TABLE} USING hnsw ((embedding::vector(384)) vector_cosine_ops) "
+                "WHERE embedding_dims = 384",
+            ):
+                cursor.execute(statement)
+            indexes = time.perf_counter() - started
+            cursor.execute(f"DROP TABLE {BASELINE_TABLE}")
+    pg_import = n / (copy_in + indexes)
+    pg_export = n / copy_out
+    print(f"BASELINE PostgreSQL on the same {n} rows: COPY TO {copy_out:.1f} s ({pg_export:.0f} rows/s); "
+          f"COPY FROM {copy_in:.1f} s + indexes (HNSW, GIN, btree; 2 parallel workers) {indexes:.1f} s "
+          f"= {pg_import:.0f} rows/s", flush=True)
+    print(f"| import | {import_rate:.0f} memories/s | PostgreSQL {pg_import:.0f} rows/s | "
+          f"time ratio {pg_import / import_rate:.2f}x (goal <= 1.5x) |")
+    print(f"| export | {export_rate:.0f} memories/s | PostgreSQL {pg_export:.0f} rows/s | "
+          f"throughput ratio {export_rate / pg_export:.0%} (goal >= 50%) |")
+    print(f"| peak RSS | {peak_mb():.0f} MB | | (goal < 300 MB) |", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from django.utils import timezone
 from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory, MemoryLink
 from banks.services.audit import audit_record
+from banks.services.bulk_memories import MemoryRow, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
 from memoryhub.errors import InvalidInput
 from portability.records import MemoryRecord, RecordError, record_problem
@@ -178,14 +179,24 @@ class _Importer:
             embedding_dims=self.embedder.dimensions,
         )
 
+    def _row(self, record: MemoryRecord, digest: str, vector: list[float], now: Any) -> MemoryRow:
+        return MemoryRow(
+            memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
+            memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
+            occurred_at=record.occurred_at, retained_at=now, created_at=record.created_at or record.occurred_at or now,
+            source=record.source or self.source_label, content_hash=digest, embedding=vector,
+            embedding_model=self.embedder.name, embedding_dims=self.embedder.dimensions,
+        )
+
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
         now = timezone.now()
         vectors = self._vectors([r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows])
         try:
             with transaction.atomic():
-                created = Memory.objects.bulk_create(
-                    [self._memory(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)])
+                landed = write_memory_rows(
+                    self.bank.pk, [self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)],
+                    now)
                 for (record, digest, pk), vector in zip(overwrite_rows, vectors[len(new_rows):], strict=True):
                     row = self._memory(record, digest, vector, now)
                     Memory.objects.filter(pk=pk).update(
@@ -193,10 +204,11 @@ class _Importer:
                         metadata=row.metadata, occurred_at=row.occurred_at, created_at=row.created_at,
                         source=row.source, content_hash=digest, embedding=vector, embedding_model=row.embedding_model,
                         embedding_dims=row.embedding_dims, archived_at=None, forgotten_at=None, updated_at=now)
-                by_id = {m.memory_id: m for m in created}
                 for record, _ in new_rows:
+                    if record.memory_id not in landed:
+                        continue
                     if record.entities:
-                        attach_entities(by_id[record.memory_id], [
+                        attach_entities(Memory(pk=landed[record.memory_id], bank=self.bank), [
                             {"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases}
                             for e in record.entities])
                     for link in record.links:
@@ -209,7 +221,12 @@ class _Importer:
             for row in overwrite_rows:
                 self._overwrite_one(row)
             return
-        self.report.imported += len(new_rows)
+        self.report.imported += len(landed)
+        for record, _ in new_rows:
+            if record.memory_id not in landed:
+                # Another writer stored the same id or content between our check and this batch.
+                self.report.duplicates += 1
+                self.report.note(record.position, "already stored by a concurrent writer")
         self.report.overwritten += len(overwrite_rows)
 
     def _write_one(self, row: tuple[MemoryRecord, str]) -> None:

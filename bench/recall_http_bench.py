@@ -1,0 +1,218 @@
+"""Recall over HTTP at scale: p50/p95 per filter, HNSW recall@10 against an exact scan, short answers.
+
+    .venv/bin/python bench/recall_http_bench.py --memories 100000            # one bank
+    .venv/bin/python bench/recall_http_bench.py --memories 100000 --banks 1000  # skewed tenants
+    .venv/bin/python bench/recall_http_bench.py --bank import-bench-100000   # an imported bank
+
+Queries go through the real WSGI app over loopback HTTP with a bearer token.
+Uses its own embedded database under var/bench (or DATABASE_URL if set) and the
+hashing embedder; memories are COPY-loaded once through the bulk writer and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import socketserver
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+# The figures measure storage, not a model: the hashing embedder unless told otherwise.
+os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from banks.content import content_hash  # noqa: E402
+from banks.models import Bank, Memory  # noqa: E402
+from banks.providers import get_embedder  # noqa: E402
+from banks.selectors.recall import RecallFilters  # noqa: E402
+from banks.services.bulk_memories import MemoryRow, write_memory_rows  # noqa: E402
+
+VOCAB = [f"w{i}" for i in range(5000)]
+TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
+
+
+def tenant_sizes(total: int, banks: int) -> list[int]:
+    """Skewed sizes summing to ``total``: a few huge banks, a long tail of small ones (Zipf, s = 1.1)."""
+    weights = [1 / (rank ** 1.1) for rank in range(1, banks + 1)]
+    scale = total / sum(weights)
+    sizes = [max(1, int(w * scale)) for w in weights]
+    sizes[0] += total - sum(sizes)
+    return sizes
+
+
+def populate(bank: Bank, n: int, seed: int = 1) -> None:
+    """Bring the bank to ``n`` memories through the bulk writer (COPY + one INSERT per batch)."""
+    have = Memory.objects.filter(bank=bank).count()
+    if have >= n:
+        return
+    rng = random.Random(seed + have)
+    embedder = get_embedder()
+    now = timezone.now()
+    started = time.perf_counter()
+    batch: list[MemoryRow] = []
+
+    def flush() -> None:
+        with transaction.atomic():
+            write_memory_rows(bank.pk, batch, now)
+        batch.clear()
+
+    for i in range(have, n):
+        words = [rng.choice(VOCAB) for _ in range(14)] + [rng.choice(TOPICS), rng.choice(TOPICS)]
+        text = " ".join(words) + f" #{i}"
+        when = now - timedelta(days=rng.randrange(365))
+        batch.append(MemoryRow(
+            memory_id=f"b{i:08d}", text=text, fact_type="world", memory_layer=None, tags=[rng.choice(TOPICS)],
+            metadata={}, occurred_at=when, retained_at=now, created_at=when, source=None,
+            content_hash=content_hash(text), embedding=embedder.embed_one(text), embedding_model=embedder.name,
+            embedding_dims=embedder.dimensions))
+        if len(batch) == 2000:
+            flush()
+            rate = (i + 1 - have) / (time.perf_counter() - started)
+            if (i + 1) % 20000 == 0:
+                print(f"  inserted {i + 1}/{n} ({rate:.0f}/s)", flush=True)
+    if batch:
+        flush()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+
+
+def serve_http() -> tuple[str, str]:
+    """Serve the real WSGI app on a loopback port in a thread; return its base URL and a read token."""
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    from django.core.wsgi import get_wsgi_application
+
+    from banks.services.tokens import token_create
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args) -> None:  # noqa: ANN002
+            pass
+
+    class Threaded(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=Threaded, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _, secret = token_create(name="recall-bench", grants=[{"bank": "*", "permissions": ["read"]}], actor="bench")
+    return f"http://127.0.0.1:{server.server_port}", secret
+
+
+def http_recall(base: str, token: str, body: dict) -> dict:
+    request = urllib.request.Request(f"{base}/v1/recall", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310  (loopback bench server)
+        return json.loads(response.read())
+
+
+def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters) -> float:
+    """Share of the exact top-10 (cosine, same filters) that the HNSW answer also returns."""
+    from banks.selectors.recall import _filters_sql
+    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
+
+    embedder = get_embedder()
+    where, params = _filters_sql(bank, filters)
+    distance = distance_sql(embedder.dimensions, column="m.embedding")
+    found = total = 0
+    for query in queries:
+        vector = vector_literal(embedder.embed_one(query))
+        sql = (f"SELECT m.id FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
+               f"ORDER BY {distance}{{exact}} LIMIT 10")
+        args = [*params, embedder.dimensions, vector]
+        with transaction.atomic(), connection.cursor() as cursor:
+            enable_iterative_scan(cursor, 50)
+            cursor.execute(sql.format(exact=""), args)
+            approx = {r[0] for r in cursor.fetchall()}
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            cursor.execute(sql.format(exact=" + 0"), args)
+            exact = [r[0] for r in cursor.fetchall()]
+        found += len(approx & set(exact))
+        total += len(exact)
+    return found / max(total, 1)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--banks", type=int, default=1, help="spread the memories over this many banks")
+    parser.add_argument("--bank", default="", help="measure an existing bank instead of populating one")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    tenants: list[Bank] = []
+    if args.bank:
+        bank = Bank.objects.get(bank_id=args.bank)
+    elif args.banks > 1:
+        sizes = tenant_sizes(args.memories, args.banks)
+        print(f"{args.banks} banks, {args.memories} memories: largest {sizes[0]}, median "
+              f"{sorted(sizes)[len(sizes) // 2]}, smallest {sizes[-1]}", flush=True)
+        for rank, size in enumerate(sizes):
+            tenant, _ = Bank.objects.get_or_create(bank_id=f"tenant-{args.memories}-{rank:05d}")
+            populate(tenant, size, seed=rank * 7919)
+            tenants.append(tenant)
+        bank = tenants[0]
+    else:
+        bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}")
+        print(f"bank {bank.bank_id}: populating to {args.memories} memories", flush=True)
+        populate(bank, args.memories)
+    if not tenants:
+        print(f"bank {bank.bank_id}: {Memory.objects.filter(bank=bank).count()} memories", flush=True)
+    sizes_by_bank = {t.pk: s for t, s in zip(tenants, tenant_sizes(args.memories, args.banks), strict=False)}
+    base, token = serve_http()
+    rng = random.Random(99)
+    month_ago = (timezone.now() - timedelta(days=30)).isoformat()
+    cases = {
+        "no filter": ({}, RecallFilters()),
+        "tag filter": ({"tags": ["t7"] if args.bank else ["billing"]},
+                       RecallFilters(tags=["t7"] if args.bank else ["billing"])),
+        "time filter": ({"time_range": [month_ago, None]},
+                        RecallFilters(time_range=(timezone.now() - timedelta(days=30), None))),
+    }
+    vocab = [f"topic {i}" for i in range(997)] if args.bank else VOCAB
+    for label, (extra, filters) in cases.items():
+        latencies: list[float] = []
+        short = 0
+        queries = []
+        for _ in range(args.queries):
+            query = (" ".join(rng.choice(vocab) for _ in range(2)) + " detail " + str(rng.randrange(100003))
+                     if args.bank else " ".join(rng.choice(VOCAB) for _ in range(3)) + " " + rng.choice(TOPICS))
+            queries.append(query)
+            target = rng.choice(tenants) if tenants else bank  # uniform: most queries hit small banks
+            started = time.perf_counter()
+            body = http_recall(base, token, {"bank_id": target.bank_id, "query": query, "max_results": 10, **extra})
+            latencies.append((time.perf_counter() - started) * 1000)
+            # Only banks that surely hold 10 matches count: a 3-memory bank rightly answers 3.
+            if (sizes_by_bank.get(target.pk, 10_000) >= 1000) and len(body.get("hits") or []) < 10:
+                short += 1
+        quality = semantic_recall_at_10(bank, queries[:50], filters)  # on the largest bank
+        print(f"| /v1/recall HTTP, {label} | p50 {statistics.median(latencies):.1f} ms | "
+              f"p95 {percentile(latencies, 0.95):.1f} ms (goal < 50) | HNSW recall@10 vs exact {quality:.3f} "
+              f"(goal >= 0.95) | answers with < 10 hits: {short}/{len(latencies)} |", flush=True)
+    print(f"| peak RSS | {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
