@@ -180,13 +180,16 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("memory_reflect", "read", _reflect, "With a query: answer from memory with sources. Without: run a "
                                              "consolidation pass (needs write)."),
     Tool("memory_forget", "forget", _forget, "Forget memories by id or tag."),
-    Tool("memory_create_directive", "write", _directive, "Author a rule applied ahead of all recall."),
+    Tool("memory_create_directive", "write", _directive, "Author a rule applied ahead of all recall.",
+         create_bank=True),
     Tool("memory_list_observations", "read", _list_observations, "List observations, optionally by trend."),
     Tool("memory_get_observation", "read", _get_observation, "Get one observation."),
-    Tool("memory_create_observation", "write", _create_observation, "Create an observation with evidence."),
+    Tool("memory_create_observation", "write", _create_observation, "Create an observation with evidence.",
+         create_bank=True),
     Tool("memory_delete_observation", "forget", _delete_observation, "Delete an observation."),
     Tool("memory_list_mental_models", "read", _list_models, "List mental models."),
-    Tool("memory_create_mental_model", "write", _create_model, "Create or replace a mental model."),
+    Tool("memory_create_mental_model", "write", _create_model, "Create or replace a mental model.",
+         create_bank=True),
     Tool("memory_update_mental_model", "write", _update_model, "Apply delta operations to a mental model."),
     Tool("memory_delete_mental_model", "forget", _delete_model, "Delete a mental model (soft)."),
     Tool("memory_add", "write", _agentos(agent_memory_add, "type", "scope", "tags", required=("content",)),
@@ -210,7 +213,8 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
     permission = tool.permission
     if name == "memory_reflect" and not args.get("query"):
         permission = "write"
-    bank = bank_for(principal, str(args.get("bank_id") or ""), permission, create=tool.create_bank)
+    bank = bank_for(principal, str(args.get("bank_id") or ""), permission, create=tool.create_bank,
+                    empty_if_missing=not tool.create_bank)
     return tool.run(bank, principal.label, args)
 
 

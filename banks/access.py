@@ -91,11 +91,14 @@ def principal_for_user(user: object) -> Principal:
     return Principal(label=f"user:{user.get_username()}", grants=grants, user_id=user.pk)  # type: ignore[attr-defined]
 
 
-def bank_for(principal: Principal, bank_id: str, permission: str, *, create: bool = False) -> Bank:
+def bank_for(principal: Principal, bank_id: str, permission: str, *, create: bool = False,
+             empty_if_missing: bool = False) -> Bank:
     """The bank ``bank_id`` if ``principal`` holds ``permission`` on it.
 
-    With ``create`` (retain), a bank the caller may write to is created on first use,
-    as Astrocyte's implicit banks are, unless MEMORYHUB_AUTO_CREATE_BANKS is off.
+    With ``create`` (retain, import, live-memory creates), a bank the caller may write to is
+    created on first use, as Astrocyte's implicit banks are, unless MEMORYHUB_AUTO_CREATE_BANKS is
+    off. With ``empty_if_missing`` (reads, and deletes that find nothing) a granted bank that was
+    never written is answered as an empty bank, without creating it; otherwise it is a 404.
     """
     if not isinstance(bank_id, str) or not bank_id:
         raise InvalidInput("Field required", field="bank_id")
@@ -110,4 +113,6 @@ def bank_for(principal: Principal, bank_id: str, permission: str, *, create: boo
         from banks.services.banks import bank_create
 
         return bank_create(bank_id=bank_id, actor=principal.label, get_existing=True)
+    if empty_if_missing:
+        return Bank.never_written(bank_id)
     raise BankNotFound(bank_id)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("live", views_core.LiveApi.as_view(), name="live"),
     path("health", views_core.HealthApi.as_view(), name="health"),
     path("health/live", views_core.LiveApi.as_view(), name="health-live"),
+    path("health/ingest", views_core.IngestHealthApi.as_view(), name="health-ingest"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico whatever the page says; answer with the SVG icon.
     path("favicon.ico", RedirectView.as_view(url="/static/img/favicon.svg", permanent=True)),

@@ -28,7 +28,7 @@ BARE_500 = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><tit
 
 def is_api_request(request: HttpRequest) -> bool:
     path = request.path
-    return (path.startswith(("/v1/", "/health", "/mcp")) or path == "/live"
+    return (path.startswith(("/v1/", "/health", "/mcp", "/live")) or path == "/v1"
             or "application/json" in request.headers.get("Accept", ""))
 
 

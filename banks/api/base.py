@@ -26,8 +26,13 @@ class BankApiView(APIView):
     def query(self, request: Request, model: type[M]) -> M:
         return parse(model, {k: v for k, v in request.query_params.items()})
 
-    def bank(self, request: Request, bank_id: str, permission: str, *, create: bool = False) -> Bank:
-        return bank_for(self.principal(request), bank_id, permission, create=create)
+    def bank(self, request: Request, bank_id: str, permission: str, *, create: bool = False,
+             must_exist: bool = False) -> Bank:
+        """The caller's bank. A granted bank that was never written reads as empty (Astrocyte's
+        answer to a new bank) unless ``must_exist`` (the bank resource itself, jobs); ``create``
+        makes it on first write."""
+        return bank_for(self.principal(request), bank_id, permission, create=create,
+                        empty_if_missing=not must_exist and not create)
 
     def actor(self, request: Request) -> str:
         return self.principal(request).label

@@ -31,7 +31,7 @@ class BanksApi(BankApiView):
 
 class BankApi(BankApiView):
     def get(self, request: Request, bank_id: str) -> Response:
-        bank = self.bank(request, bank_id, "read")
+        bank = self.bank(request, bank_id, "read", must_exist=True)
         live = Memory.objects.live().filter(bank=bank)
         counts = {"memories": live.count(), "observations": bank.observations.live().count(),
                   "mental_models": bank.mental_models.live().models_only().count(),
@@ -40,12 +40,12 @@ class BankApi(BankApiView):
 
     def patch(self, request: Request, bank_id: str) -> Response:
         body = self.body(request, BankUpdateRequest)
-        bank = self.bank(request, bank_id, "admin")
+        bank = self.bank(request, bank_id, "admin", must_exist=True)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
         return ok(render.bank(bank_update(bank=bank, actor=self.actor(request), **changes)))
 
     def delete(self, request: Request, bank_id: str) -> Response:
         query = self.query(request, BankDeleteQuery)
-        bank = self.bank(request, bank_id, "admin")
+        bank = self.bank(request, bank_id, "admin", must_exist=True)
         bank_delete(bank=bank, actor=self.actor(request), confirm=query.confirm, reason=query.reason)
         return ok({"deleted": True, "bank_id": bank_id})

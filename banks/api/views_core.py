@@ -115,6 +115,26 @@ class HealthApi(APIView):
         return Response(body, status=200 if healthy else 503)
 
 
+class IngestHealthApi(APIView):
+    """Astrocyte's /health/ingest: the state of the push-ingest sources (webhooks). MemoryHub ingests
+    through the API and the worker, so the aggregate is the database the ingest writes to."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            healthy, message = True, "ingest ready"
+        except Exception as exc:  # the probe reports any database failure instead of raising
+            healthy, message = False, f"database unavailable: {exc.__class__.__name__}"
+        return Response({"status": "ok" if healthy else "degraded",
+                         "aggregate": {"healthy": healthy, "message": message}, "sources": []},
+                        status=200 if healthy else 503)
+
+
 class DebugRecallApi(BankApiView):
     """Astrocyte's /v1/debug/recall: the trace and how many hits (Astrocyte's count is always 0; ours is real)."""
 

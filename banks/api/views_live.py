@@ -43,7 +43,7 @@ class ObservationsApi(BankApiView):
 
     def post(self, request: Request) -> Response:
         body = self.body(request, ObservationCreateRequest)
-        bank = self.bank(request, body.bank_id, "write")
+        bank = self.bank(request, body.bank_id, "write", create=True)
         row = observation_create(bank=bank, text=body.text, actor=self.actor(request), source_ids=body.source_ids,
                                  scope=body.scope, confidence=body.confidence)
         return ok(render.observation(observation_view(row)))
@@ -81,7 +81,7 @@ class ObservationsInvalidateApi(BankApiView):
 
 class ObservationsConsolidateApi(BankApiView):
     def post(self, request: Request) -> Response:
-        bank = self.bank(request, self.body(request, BankQuery).bank_id, "write")
+        bank = self.bank(request, self.body(request, BankQuery).bank_id, "write", must_exist=True)
         job = consolidation_start(bank=bank, actor=self.actor(request))
         return ok({"job_id": job.pk, "state": job.state, "kind": job.kind}, status=202)
 
@@ -94,7 +94,7 @@ class DirectivesApi(BankApiView):
 
     def post(self, request: Request) -> Response:
         body = self.body(request, DirectiveCreateRequest)
-        bank = self.bank(request, body.bank_id, "write")
+        bank = self.bank(request, body.bank_id, "write", create=True)
         row = directive_create(bank=bank, rule_text=body.rule_text, actor=self.actor(request),
                                directive_id=body.directive_id, scope=body.scope, priority=body.priority)
         return ok(render.directive(row))

@@ -40,7 +40,7 @@ class MentalModelsApi(BankApiView):
 
     def post(self, request: Request) -> Response:
         body = self.body(request, MentalModelCreateRequest)
-        bank = self.bank(request, body.bank_id, "write")
+        bank = self.bank(request, body.bank_id, "write", create=True)
         model = mental_model_create(
             bank=bank, model_id=body.model_id, title=body.title, actor=self.actor(request), content=body.content,
             sections=body.sections, structured_doc=body.structured_doc, scope=body.scope,

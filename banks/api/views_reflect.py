@@ -56,7 +56,8 @@ class AuditApi(BankApiView):
 class CompileApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, CompileRequest)
-        bank = self.bank(request, body.bank_id, "write")
+        # Astrocyte's gateway asks read for compile: it derives pages from what the caller may read.
+        bank = self.bank(request, body.bank_id, "read")
         outcome = bank_compile(bank=bank, actor=self.actor(request), scope=body.scope)
         return ok({
             "bank_id": outcome.bank_id, "scopes_compiled": outcome.scopes_compiled,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -41,6 +43,25 @@ class Bank(models.Model):
     @property
     def display_name(self) -> str:
         return self.name or self.bank_id
+
+    # A bank id that was granted but never written: reads answer as an empty bank (as Astrocyte's
+    # implicit banks do) without creating a row. Primary keys start at 1, so pk 0 matches nothing.
+    NEVER_WRITTEN_PK = 0
+
+    @classmethod
+    def never_written(cls, bank_id: str) -> Bank:
+        bank = cls(pk=cls.NEVER_WRITTEN_PK, bank_id=bank_id)
+        bank._state.adding = False
+        return bank
+
+    @property
+    def is_never_written(self) -> bool:
+        return self.pk == self.NEVER_WRITTEN_PK
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.is_never_written:
+            raise RuntimeError(f"bank {self.bank_id!r} was never written; create it with bank_create")
+        super().save(*args, **kwargs)
 
 
 class BankRole(models.TextChoices):

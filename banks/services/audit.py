@@ -30,6 +30,10 @@ def audit_record(
     if len(targets) > MAX_TARGET_IDS:
         details.setdefault("target_count", len(targets))
         targets = targets[:MAX_TARGET_IDS]
+    if bank is not None and bank.is_never_written:
+        # A forget or delete aimed at a bank that holds nothing yet: recorded by id, no row to point at.
+        bank_ref = bank_ref if bank_ref is not None else bank.bank_id
+        bank = None
     return AuditEvent.objects.create(
         bank=bank,
         bank_ref=bank_ref if bank_ref is not None else (bank.bank_id if bank else ""),

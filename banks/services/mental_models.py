@@ -74,11 +74,15 @@ def mental_model_save_revision(
     *, model: MentalModel, doc: StructuredDocument, actor: str, action: str, expected_revision: int | None,
     title: str | None = None, scope: str | None = None, source_ids: list[str] | None = None,
     operations: list[dict[str, Any]] | None = None, change_summary: dict[str, Any] | None = None,
-    undelete: bool = False,
+    undelete: bool = False, content: str | None = None,
 ) -> MentalModel:
-    """Append a revision and move the model to it, if nobody moved it first."""
+    """Append a revision and move the model to it, if nobody moved it first.
+
+    ``content`` is the text a client sent, kept exactly as sent (Astrocyte clients read back what
+    they stored); without it the content is rendered from the structured document.
+    """
     now = timezone.now()
-    content = render_markdown(doc)
+    content = content if content is not None else render_markdown(doc)
     expected = model.revision if expected_revision is None else expected_revision
     changes: dict[str, Any] = {
         "revision": F("revision") + 1, "content": content, "structured_doc": doc.model_dump(mode="json"),
@@ -122,12 +126,13 @@ def mental_model_create(
     check_text(title, "title")
     check_text(model_id, "model_id")
     doc = _document(content, sections, structured_doc)
+    as_sent = content if sections is None and structured_doc is None else None
     ids = _clean_ids(source_ids)
     existing = MentalModel.objects.filter(bank=bank, model_id=model_id).first()
     if existing is not None:
         return mental_model_save_revision(
             model=existing, doc=doc, actor=actor, action="replace", expected_revision=existing.revision,
-            title=title.strip(), scope=scope or "bank", source_ids=ids, undelete=True,
+            title=title.strip(), scope=scope or "bank", source_ids=ids, undelete=True, content=as_sent,
         )
     try:
         with transaction.atomic():
@@ -136,7 +141,7 @@ def mental_model_create(
                 source_ids=ids, revision=0, refreshed_at=timezone.now(),
             )
             return mental_model_save_revision(model=model, doc=doc, actor=actor, action="create",
-                                              expected_revision=0)
+                                              expected_revision=0, content=as_sent)
     except IntegrityError:
         raise Conflict(f"mental model '{model_id}' was created concurrently; retry") from None
 
@@ -154,7 +159,7 @@ def mental_model_refresh(
     if add_source_ids:
         ids = list(dict.fromkeys([*ids, *_clean_ids(add_source_ids)]))
     return mental_model_save_revision(model=model, doc=doc, actor=actor, action="refresh",
-                                      expected_revision=expected_revision, source_ids=ids)
+                                      expected_revision=expected_revision, source_ids=ids, content=content)
 
 
 def mental_model_apply_delta(
@@ -189,7 +194,7 @@ def mental_model_revert(*, model: MentalModel, to_revision: int, actor: str,
     return mental_model_save_revision(
         model=model, doc=doc, actor=actor, action="revert", expected_revision=expected_revision,
         title=target.title, scope=target.scope, source_ids=list(target.source_ids),
-        change_summary={"reverted_to": to_revision},
+        change_summary={"reverted_to": to_revision}, content=target.content,
     )
 
 

@@ -61,7 +61,8 @@ class ExportApi(BankApiView):
         dest = contained_path(body.path)
         if dest.is_dir():
             raise Unprocessable(f"{dest} is a directory; give a file name inside it")
-        if body.run_async:
+        # A bank that was never written exports at once (a header and no lines), even when asked async.
+        if body.run_async and not bank.is_never_written:
             job = job_start_async(kind="export", bank=bank, actor=self.actor(request), params={
                 "path": str(dest), "include_embeddings": body.include_embeddings,
                 "include_entities": body.include_entities, "include_observations": body.include_observations})
@@ -88,6 +89,9 @@ class ImportApi(BankApiView):
             fmt, header, records = open_archive(source, body.format)
         except (AmaHeaderError, UnknownFormat, UnicodeDecodeError, OSError) as exc:
             raise Unprocessable(str(exc)) from None
+        if bank.is_never_written and not body.dry_run:
+            # Astrocyte creates a bank on import, as on retain; a dry run creates nothing.
+            bank = self.bank(request, body.bank_id, "admin", create=True)
         if body.run_async:
             job = job_start_async(kind="import", bank=bank, actor=self.actor(request), params={
                 "path": str(source), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
@@ -102,7 +106,7 @@ class ImportApi(BankApiView):
 
 class JobApi(BankApiView):
     def get(self, request: Request, job_id: int) -> Response:
-        bank = self.bank(request, self.query(request, JobQuery).bank_id, "read")
+        bank = self.bank(request, self.query(request, JobQuery).bank_id, "read", must_exist=True)
         job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
         if job is None:
             raise NotFound(f"job {job_id} not found")
@@ -111,7 +115,7 @@ class JobApi(BankApiView):
 
 class JobCancelApi(BankApiView):
     def post(self, request: Request, job_id: int) -> Response:
-        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin")
+        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin", must_exist=True)
         job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
         if job is None:
             raise NotFound(f"job {job_id} not found")

@@ -11,8 +11,12 @@ from portability.paths import PathNotAllowed, resolve_contained
 from portability.roots import portability_roots
 
 
-def cli_bank(bank_id: str, *, create: bool = False) -> Bank:
+def cli_bank(bank_id: str, *, create: bool = False, empty_if_missing: bool = False) -> Bank:
+    """The bank; with ``create`` it is made on first use; with ``empty_if_missing`` a bank that was
+    never written stands in as empty (a dry run creates nothing)."""
     bank = Bank.objects.active().filter(bank_id=bank_id).first()
+    if bank is None and empty_if_missing:
+        return Bank.never_written(bank_id)
     if bank is None and create:
         from banks.services.banks import bank_create
 

@@ -20,11 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=sorted(READERS), default=None)
         parser.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
         parser.add_argument("--strict", action="store_true", help="write nothing if any line is bad")
-        parser.add_argument("--create-bank", action="store_true")
+        # Importing creates a missing bank, as Astrocyte's import does; the flag is kept for old scripts.
+        parser.add_argument("--create-bank", action="store_true", help="(default) create the bank if missing")
         parser.add_argument("--root", action="append", help="allowed root for this call (repeatable)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        bank = cli_bank(options["bank"], create=options["create_bank"])
         source = cli_path(options["input"], options["root"])
         if not source.exists():
             raise CommandError(f"No archive at {source}.")
@@ -32,6 +32,8 @@ class Command(BaseCommand):
             fmt, header, records = open_archive(source, options["format"])
         except (AmaHeaderError, UnknownFormat, OSError) as exc:
             raise CommandError(str(exc)) from None
+        # Only a file that opened as an archive creates the bank; a dry run never does.
+        bank = cli_bank(options["bank"], create=not options["dry_run"], empty_if_missing=options["dry_run"])
         bar = ProgressBar(self.stderr._out, "importing")
         total = header.memory_count if isinstance(header.memory_count, int) else None
         report = archive_import(bank=bank, records=records, actor="cli", on_conflict=options["on_conflict"],

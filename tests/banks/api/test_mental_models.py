@@ -44,7 +44,21 @@ def test_create_with_documented_sections_shape(api):
 def test_create_again_is_an_upsert_with_a_new_revision(api):
     create(api)
     again = create(api, content="Changed.")
-    assert again["revision"] == 2 and again["content"] == "## Overview\n\nChanged.\n"
+    # Content comes back exactly as sent; the structure is a separate view of it.
+    assert again["revision"] == 2 and again["content"] == "Changed."
+    assert again["structured_doc"]["sections"][0]["id"] == "overview"
+    fetched = api.get("/v1/mental-models/preferences-v1", BANK).json()
+    listed = api.get("/v1/mental-models", BANK).json()["models"][0]
+    assert fetched["content"] == listed["content"] == "Changed."
+
+
+def test_content_is_returned_byte_for_byte_on_every_route(api):
+    text = "plain text content\n\n  with indentation and a trailing space "
+    assert create(api, content=text)["content"] == text
+    refreshed = api.post("/v1/mental-models/preferences-v1/refresh", {**BANK, "content": text + "!"}).json()
+    assert refreshed["content"] == text + "!"
+    reverted = api.post("/v1/mental-models/preferences-v1/revert", {**BANK, "revision": 1}).json()
+    assert reverted["content"] == text
 
 
 def test_refresh_rebuilds_structure_so_later_deltas_keep_the_refreshed_text(api):
@@ -113,13 +127,13 @@ def test_revisions_diff_and_revert(api):
     revisions = api.get("/v1/mental-models/preferences-v1/revisions", BANK).json()["revisions"]
     assert [r["revision"] for r in revisions] == [2, 1]
     first = api.get("/v1/mental-models/preferences-v1/revisions/1", BANK).json()
-    assert first["content"] == "# Tools\n\nPython\n"
+    assert first["content"] == "# Tools\n\nPython"  # as sent
     diff = api.get("/v1/mental-models/preferences-v1/diff", {**BANK, "from": 1, "to": 2}).json()
     assert "-Python" in diff["unified"] and "+Go" in diff["unified"]
     assert {"kind": "replace", "left": "Python", "right": "Go", "left_no": 3, "right_no": 3} in diff["rows"]
     assert diff["sections_changed"] == ["tools"]
     reverted = api.post("/v1/mental-models/preferences-v1/revert", {**BANK, "revision": 1}).json()
-    assert reverted["revision"] == 3 and reverted["content"] == "# Tools\n\nPython\n"
+    assert reverted["revision"] == 3 and reverted["content"] == "# Tools\n\nPython"
     assert MentalModelRevision.objects.filter(model__model_id="preferences-v1").count() == 3
 
 

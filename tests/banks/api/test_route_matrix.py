@@ -26,7 +26,7 @@ ROUTES = [
     ("post", "/v1/forget", {"bank_id": B, "memory_ids": ["nope"]}, "forget"),
     ("post", "/v1/reflect", {"query": "jazz", "bank_id": B}, "read"),
     ("post", "/v1/audit", {"scope": "music", "bank_id": B}, "read"),
-    ("post", "/v1/compile", {"bank_id": B}, "write"),
+    ("post", "/v1/compile", {"bank_id": B}, "read"),  # Astrocyte asks read for compile
     ("post", "/v1/graph/search", {"query": "Alice", "bank_id": B}, "read"),
     ("post", "/v1/graph/neighbors", {"entity_ids": ["alice"], "bank_id": B}, "read"),
     ("get", "/v1/mental-models", {"bank_id": B}, "read"),
