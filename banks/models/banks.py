@@ -40,6 +40,11 @@ class Bank(models.Model):
     def __str__(self) -> str:
         return self.bank_id
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.is_never_written:
+            raise RuntimeError(f"bank {self.bank_id!r} was never written; create it with bank_create")
+        super().save(*args, **kwargs)
+
     @property
     def display_name(self) -> str:
         return self.name or self.bank_id
@@ -57,11 +62,6 @@ class Bank(models.Model):
     @property
     def is_never_written(self) -> bool:
         return self.pk == self.NEVER_WRITTEN_PK
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.is_never_written:
-            raise RuntimeError(f"bank {self.bank_id!r} was never written; create it with bank_create")
-        super().save(*args, **kwargs)
 
 
 class BankRole(models.TextChoices):
