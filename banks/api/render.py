@@ -61,6 +61,9 @@ def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
         "layer_distribution": trace.layer_distribution,
         "cache_hit": trace.cache_hit,
         "wiki_tier_used": trace.wiki_tier_used,
+        # Beyond Astrocyte's trace: per returned memory, the rank each arm gave it and its fused rank.
+        "hit_ranks": trace.hit_ranks,
+        "time_window": trace.time_window,
     }
 
 

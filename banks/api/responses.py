@@ -37,6 +37,15 @@ class MemoryHit(BaseModel):
     layer: str
 
 
+class HitRanks(BaseModel):
+    """Why a memory ranked where it did: each arm's rank for it (1 = best) and its fused rank."""
+
+    memory_id: str
+    arm_ranks: dict[str, int]
+    fused_rank: int | None
+    fused_score: float | None
+
+
 class RecallTrace(BaseModel):
     strategies_used: list[str]
     total_candidates: int
@@ -48,6 +57,8 @@ class RecallTrace(BaseModel):
     layer_distribution: dict[str, int]
     cache_hit: bool | None
     wiki_tier_used: bool | None
+    hit_ranks: list[HitRanks] = []
+    time_window: dict[str, str] | None = None
 
 
 class RecallResult(BaseModel):

@@ -1,32 +1,35 @@
 """Hybrid recall inside PostgreSQL.
 
 Arms: ``semantic`` (pgvector cosine on the HNSW index, iterative scans so
-filters do not starve results), ``keyword`` (full-text rank on the GIN index)
-and ``graph`` (memories linked to entities named in the query). Their ranked
-lists are fused with reciprocal-rank fusion (k = 60). Directives and
-observations can be layered on top by the live-memory selectors.
+filters do not starve results), ``keyword`` (BM25 on the GIN index, see
+recall_keyword), ``graph`` (memories linked to entities named in the query) and,
+when the question names a time, ``temporal`` (memories that occurred in that
+window, by similarity). Their ranked lists are fused with weighted reciprocal-
+rank fusion (banks.recall_fusion); each hit keeps the rank every arm gave it.
+Directives and observations can be layered on top by the live-memory selectors.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
 from banks.providers import get_llm
 from banks.services.memories import bank_embedder
+from banks.recall_fusion import RecallConfig, rrf_fuse
+from banks.recall_time import parse_time_window
+from banks.selectors.recall_keyword import keyword_arm
 from banks.vectors import distance_sql, nearest_rows, vector_literal
 
-RRF_K = 60
-# Each arm over-fetches this many candidates per requested result (as Astrocyte does).
-OVERFETCH = 5
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Columns a hit never shows: vectors stay in the database.
+_UNSHOWN = ("embedding", "search_vector")
 
 
 @dataclass
@@ -37,6 +40,8 @@ class RecallFilters:
     as_of: datetime | None = None
     layers: list[str] | None = None
     sources: list[str] | None = None
+    # "Now" for relative times in the question ("last June"); does not filter.
+    reference_date: datetime | None = None
 
 
 @dataclass
@@ -54,6 +59,10 @@ class RecallHit:
     memory_layer: str | None = None
     layer: str = "fact"
     strategies: list[str] = field(default_factory=list)
+    # Per arm that found it, the 1-based rank there; the fused rank and score before any rerank.
+    arm_ranks: dict[str, int] = field(default_factory=dict)
+    fused_rank: int | None = None
+    fused_score: float | None = None
 
 
 @dataclass
@@ -68,6 +77,9 @@ class RecallTrace:
     layer_distribution: dict[str, int] = field(default_factory=dict)
     cache_hit: bool | None = None
     wiki_tier_used: bool | None = None
+    # Per returned hit: memory_id, arm_ranks {arm: rank}, fused_rank, fused_score (see RecallHit).
+    hit_ranks: list[dict[str, Any]] = field(default_factory=list)
+    time_window: dict[str, str] | None = None
 
 
 @dataclass
@@ -118,60 +130,18 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     vector = vector_literal(embedder.embed([query])[0])
     where, params = _filters_sql(bank, filters)
     distance = distance_sql(embedder.dimensions, column="m.embedding")
+    # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
-           f"ORDER BY {distance}{{exact}} LIMIT %s")
-    rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, vector, limit], limit=limit)
+           f"AND m.embedding_model = %s ORDER BY {distance}{{exact}} LIMIT %s")
+    rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
+                        limit=limit)
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
 
 
-def keyword_query_text(query: str) -> str:
-    """Any of the query's words may match (websearch syntax, OR-joined; stop words drop out)."""
-    return " or ".join(w for w in _WORD.findall(query) if w.lower() != "or")
-
-
-# A lexeme found in more rows than this says little about relevance (think IDF); when rarer
-# lexemes exist, only they select candidates, and every query lexeme still counts for the rank.
-# When every lexeme is that common, ranking looks at a bounded sample of matches.
-KEYWORD_COMMON_DF = 2000
-
-
-def _lexemes(query: str) -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", [query])
-        return [row[0] for row in cursor.fetchall()]
-
-
-def _or_query(lexemes: list[str]) -> tuple[str, list[str]]:
-    # plainto_tsquery quotes whatever a lexeme holds; || ORs the parts.
-    return " || ".join(["plainto_tsquery('simple', %s)"] * len(lexemes)), list(lexemes)
-
-
 def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
-    lexemes = _lexemes(keyword_query_text(query)) if keyword_query_text(query) else []
-    if not lexemes:
-        return []
-    rare: list[str] = []
-    with connection.cursor() as cursor:
-        for lexeme in lexemes:
-            cursor.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
-                "AND search_vector @@ plainto_tsquery('simple', %s) LIMIT %s) s",
-                [bank.pk, lexeme, KEYWORD_COMMON_DF + 1],
-            )
-            if cursor.fetchone()[0] <= KEYWORD_COMMON_DF:
-                rare.append(lexeme)
     where, params = _filters_sql(bank, filters)
-    full_sql, full_params = _or_query(lexemes)
-    select_sql, select_params = _or_query(rare or lexemes)
-    sample = "" if rare else f"LIMIT {KEYWORD_COMMON_DF}"
-    sql = (f"WITH cand AS (SELECT m.id, m.search_vector FROM banks_memory m "
-           f"WHERE m.search_vector @@ ({select_sql}) AND {where} {sample}) "
-           f"SELECT id, ts_rank_cd(search_vector, {full_sql}) AS rank FROM cand "
-           f"ORDER BY rank DESC, id DESC LIMIT %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*select_params, *params, *full_params, limit])
-        return [(r[0], float(r[1])) for r in cursor.fetchall()]
+    return keyword_arm(bank, query, where, params, limit)
 
 
 def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
@@ -188,21 +158,21 @@ def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[t
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
 
-ARMS = {"semantic": _semantic, "keyword": _keyword, "graph": _graph}
+def _temporal(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
+    """Memories that occurred inside the window the question names, by similarity (none without a window)."""
+    if filters.time_range is not None:
+        return []  # the caller's own time_range already restricts every arm
+    window = parse_time_window(query, filters.reference_date or timezone.now())
+    if window is None:
+        return []
+    return _semantic(bank, query, replace(filters, time_range=(window.start, window.end)), limit)
 
 
-def rrf_fuse(ranked_lists: dict[str, list[int]], k: int = RRF_K) -> list[tuple[int, float, list[str]]]:
-    """Reciprocal-rank fusion: score(d) = sum over lists of 1 / (k + rank), rank from 1."""
-    scores: dict[int, float] = {}
-    sources: dict[int, list[str]] = {}
-    for name, ids in ranked_lists.items():
-        for rank, item in enumerate(ids, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-            sources.setdefault(item, []).append(name)
-    return sorted(((i, s, sources[i]) for i, s in scores.items()), key=lambda t: (-t[1], -t[0]))
+ARMS = {"semantic": _semantic, "keyword": _keyword, "graph": _graph, "temporal": _temporal}
 
 
 def hit_from_memory(memory: Memory, score: float, bank_id: str, strategies: list[str] | None = None) -> RecallHit:
+    """A hit from a row loaded without its vectors (``Memory.objects.defer(*_UNSHOWN)``)."""
     return RecallHit(
         memory_id=memory.memory_id, text=memory.text, score=round(score, 6), bank_id=bank_id,
         fact_type=memory.fact_type, metadata=memory.metadata or {}, tags=list(memory.tags or []),
@@ -227,12 +197,16 @@ def apply_token_budget(hits: list[RecallHit], max_tokens: int | None) -> tuple[l
 
 def recall_memories(
     bank: Bank, query: str, *, max_results: int = 10, filters: RecallFilters | None = None,
-    arms: tuple[str, ...] = ("semantic", "keyword", "graph"),
+    arms: tuple[str, ...] | None = None, config: RecallConfig | None = None,
 ) -> tuple[list[RecallHit], int, RecallTrace, float | None]:
     """Fused raw-memory hits (no token budget), total fused candidates, trace, top cosine."""
     filters = filters or RecallFilters()
-    limit = max(1, max_results) * OVERFETCH
-    trace = RecallTrace()
+    config = config or bank_recall_config(bank)
+    arms = arms or config.arms
+    if config.time_aware and "temporal" not in arms and "semantic" in arms:
+        arms = (*arms, "temporal")
+    limit = config.candidates(max_results)
+    trace = RecallTrace()  # weighted RRF; "rrf" is the name Astrocyte reports for it too
     ranked: dict[str, list[int]] = {}
     top_semantic: float | None = None
     for name in arms:
@@ -245,13 +219,28 @@ def recall_memories(
         if rows:
             trace.strategies_used.append(name)
         ranked[name] = [r[0] for r in rows]
+    if ranked.get("temporal"):
+        window = parse_time_window(query, filters.reference_date or timezone.now())
+        trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    fused = rrf_fuse(ranked)
+    fused = rrf_fuse(ranked, k=config.rrf_k, weights=config.weights)
     top = fused[:max_results]
-    rows_by_pk = Memory.objects.in_bulk([pk for pk, _, _ in top])
-    hits = [hit_from_memory(rows_by_pk[pk], score, bank.bank_id, srcs) for pk, score, srcs in top
-            if pk in rows_by_pk]
+    rows_by_pk = Memory.objects.defer(*_UNSHOWN).in_bulk([f.pk for f in top])
+    hits: list[RecallHit] = []
+    for rank, item in enumerate(top, start=1):
+        memory = rows_by_pk.get(item.pk)
+        if memory is None:
+            continue
+        hit = hit_from_memory(memory, item.score, bank.bank_id, list(item.arm_ranks))
+        hit.arm_ranks, hit.fused_rank, hit.fused_score = dict(item.arm_ranks), rank, round(item.score, 6)
+        hits.append(hit)
+    trace.hit_ranks = [{"memory_id": h.memory_id, "arm_ranks": h.arm_ranks, "fused_rank": h.fused_rank,
+                        "fused_score": h.fused_score} for h in hits]
     return hits, len(fused), trace, top_semantic
+
+
+def bank_recall_config(bank: Bank) -> RecallConfig:
+    return RecallConfig.from_settings((bank.config or {}).get("recall"))
 
 
 def recall_bank(

@@ -1,0 +1,84 @@
+"""How recall fuses its arms: weighted reciprocal-rank fusion and the per-bank settings for it.
+
+Pure rules (no database): tested on their own and shared by the recall selector, the
+playground and the quality benchmark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ARM_NAMES = ("semantic", "keyword", "graph", "temporal")
+
+# Tuned on bench/recall_quality.py (see README): the semantic arm carries most of the signal on
+# conversational memories, BM25 adds the exact names and numbers it misses, the graph arm only
+# breaks ties between memories that share the question's entities.
+DEFAULT_WEIGHTS = {"semantic": 1.0, "keyword": 0.7, "graph": 0.3, "temporal": 0.5}
+DEFAULT_RRF_K = 60
+# Candidates each arm brings: enough that a memory ranked mid-list by both arms can win.
+DEFAULT_DEPTH = 50
+OVERFETCH = 5
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """Per-bank recall settings (``bank.config["recall"]``), each with a tuned default."""
+
+    arms: tuple[str, ...] = ("semantic", "keyword", "graph")
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    rrf_k: int = DEFAULT_RRF_K
+    depth: int = DEFAULT_DEPTH
+    time_aware: bool = True
+
+    def candidates(self, max_results: int) -> int:
+        return max(self.depth, max(1, max_results) * OVERFETCH)
+
+    @classmethod
+    def from_settings(cls, raw: dict[str, Any] | None, **overrides: Any) -> RecallConfig:
+        """Read ``bank.config["recall"]``; unknown keys and bad values fall back to the defaults."""
+        raw = dict(raw or {})
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        arms = tuple(a for a in raw.get("arms", cls.arms) if a in ARM_NAMES) or cls.arms
+        weights = dict(DEFAULT_WEIGHTS)
+        for name, value in (raw.get("weights") or {}).items():
+            if name in ARM_NAMES and isinstance(value, int | float) and value >= 0:
+                weights[name] = float(value)
+        rrf_k = raw.get("rrf_k", DEFAULT_RRF_K)
+        depth = raw.get("depth", DEFAULT_DEPTH)
+        return cls(
+            arms=arms, weights=weights,
+            rrf_k=int(rrf_k) if isinstance(rrf_k, int) and 1 <= rrf_k <= 1000 else DEFAULT_RRF_K,
+            depth=int(depth) if isinstance(depth, int) and 1 <= depth <= 1000 else DEFAULT_DEPTH,
+            time_aware=bool(raw.get("time_aware", True)),
+        )
+
+    def as_settings(self) -> dict[str, Any]:
+        return {"arms": list(self.arms), "weights": dict(self.weights), "rrf_k": self.rrf_k, "depth": self.depth,
+                "time_aware": self.time_aware}
+
+
+@dataclass
+class Fused:
+    """One fused candidate: its score and, per arm that found it, the 1-based rank there."""
+
+    pk: int
+    score: float
+    arm_ranks: dict[str, int]
+
+
+def rrf_fuse(ranked_lists: dict[str, list[int]], k: int = DEFAULT_RRF_K,
+             weights: dict[str, float] | None = None) -> list[Fused]:
+    """Weighted reciprocal-rank fusion: score(d) = sum over arms of weight / (k + rank), rank from 1."""
+    scores: dict[int, float] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    for name, ids in ranked_lists.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        for rank, item in enumerate(ids, start=1):
+            ranks.setdefault(item, {})[name] = rank
+            if weight:
+                scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    fused = [Fused(pk=i, score=scores.get(i, 0.0), arm_ranks=r) for i, r in ranks.items()]
+    # Ties: the item found by more arms, then the newer row (higher pk) first.
+    fused.sort(key=lambda f: (-f.score, -len(f.arm_ranks), -f.pk))
+    return fused

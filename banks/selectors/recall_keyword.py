@@ -1,0 +1,136 @@
+"""The keyword arm of recall: Okapi BM25 inside PostgreSQL, on the GIN full-text index.
+
+``ts_rank`` knows nothing of how rare a word is, so a question's common words outweigh the
+one word that matters. Here every query lexeme gets an inverse document frequency from the
+bank itself and documents are scored with BM25 (k1 = 1.2, b = 0.75) from the term counts the
+``search_vector`` already holds (one position per occurrence).
+
+Cost stays bounded:
+- document frequencies of all query lexemes are counted in one statement, each count capped
+  at ``COMMON_DF`` rows of the GIN index; a lexeme past the cap is "common" and its frequency
+  is estimated from the column statistics PostgreSQL keeps (``pg_stats.most_common_elems``);
+- only rare lexemes select candidates (when every lexeme is common, a bounded sample does),
+  and at most ``MAX_CANDIDATES`` rows are scored; every query lexeme still counts in the score;
+- the bank's size and average document length are cached for a few minutes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection
+
+from banks.models import Bank
+
+K1 = 1.2
+B = 0.75
+# A lexeme in more rows than this is "common": it no longer selects candidates.
+COMMON_DF = 2000
+MAX_CANDIDATES = 4000
+STATS_SECONDS = 300
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def keyword_query_text(query: str) -> str:
+    """Any of the query's words may match (OR-joined; stop words drop out when stemmed)."""
+    return " or ".join(w for w in _WORD.findall(query) if w.lower() != "or")
+
+
+def query_lexemes(cursor: Any, query: str) -> list[str]:
+    words = " ".join(_WORD.findall(query))
+    if not words:
+        return []
+    cursor.execute("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector('english', %s))))", [words])
+    return list(cursor.fetchone()[0] or [])
+
+
+def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
+    """(live rows, average distinct lexemes per row) of the bank, cached for a few minutes."""
+    key = f"recall:bm25-stats:{bank.pk}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    cursor.execute("SELECT count(*) FROM banks_memory WHERE bank_id = %s AND archived_at IS NULL "
+                   "AND forgotten_at IS NULL", [bank.pk])
+    total = int(cursor.fetchone()[0])
+    # The average length from the newest rows (through the bank/retained_at index): bounded at any size.
+    cursor.execute("SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM banks_memory "
+                   "WHERE bank_id = %s ORDER BY retained_at DESC, id DESC LIMIT 2000) s", [bank.pk])
+    avg = float(cursor.fetchone()[0] or 1.0)
+    stats = (total, max(avg, 1.0))
+    cache.set(key, stats, STATS_SECONDS)
+    return stats
+
+
+def _common_frequencies(cursor: Any) -> dict[str, float]:
+    """Lexeme frequencies (share of rows) PostgreSQL's statistics keep for the full-text column."""
+    key = "recall:bm25-common"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                   "WHERE tablename = 'banks_memory' AND attname = 'search_vector'")
+    row = cursor.fetchone()
+    freqs: dict[str, float] = {}
+    if row and row[0]:
+        freqs = {lexeme: float(f) for lexeme, f in zip(row[0], row[1] or [], strict=False)}
+    cache.set(key, freqs, STATS_SECONDS)
+    return freqs
+
+
+def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int) -> dict[str, int]:
+    """Each lexeme's document frequency in the bank: exact up to COMMON_DF, estimated past it (one query)."""
+    cursor.execute(
+        "SELECT l, (SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
+        "AND search_vector @@ plainto_tsquery('simple', l) AND archived_at IS NULL AND forgotten_at IS NULL "
+        "LIMIT %s) s) FROM unnest(%s::text[]) AS l",
+        [bank.pk, COMMON_DF + 1, lexemes],
+    )
+    counts = {lexeme: int(n) for lexeme, n in cursor.fetchall()}
+    if any(n > COMMON_DF for n in counts.values()):
+        freqs = _common_frequencies(cursor)
+        for lexeme, n in counts.items():
+            if n > COMMON_DF:
+                counts[lexeme] = max(n, int(freqs.get(lexeme, 0.0) * total))
+    return counts
+
+
+def idf(df: int, total: int) -> float:
+    """BM25's inverse document frequency (the +1 keeps it positive for words in most rows)."""
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def _or_query(lexemes: list[str]) -> str:
+    # plainto_tsquery quotes whatever a lexeme holds; || ORs the parts.
+    return " || ".join(["plainto_tsquery('simple', %s)"] * len(lexemes))
+
+
+def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: int) -> list[tuple[int, float]]:
+    """(memory pk, BM25 score) best first; ``where``/``params`` are the recall filters on alias ``m``."""
+    with connection.cursor() as cursor:
+        lexemes = query_lexemes(cursor, query)
+        if not lexemes:
+            return []
+        total, avg_len = bank_text_stats(cursor, bank)
+        dfs = document_frequencies(cursor, bank, lexemes, max(total, 1))
+        present = [lx for lx in lexemes if dfs.get(lx, 0) > 0]
+        if not present:
+            return []
+        weights = [idf(dfs[lx], max(total, dfs[lx])) for lx in present]
+        rare = [lx for lx in present if dfs[lx] <= COMMON_DF]
+        selecting = rare or present
+        sql = (
+            f"WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
+            f"cand AS (SELECT m.id, m.search_vector FROM banks_memory m "
+            f"WHERE m.search_vector @@ ({_or_query(selecting)}) AND {where} LIMIT %s) "
+            f"SELECT c.id, sum(q.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(c.search_vector) "
+            f"/ %s::float8))) AS score "
+            f"FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf "
+            f"FROM unnest(c.search_vector) u) t JOIN q ON q.lexeme = t.lexeme "
+            f"GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %s"
+        )
+        cursor.execute(sql, [present, weights, *selecting, *params, MAX_CANDIDATES, avg_len, limit])
+        return [(r[0], float(r[1])) for r in cursor.fetchall()]

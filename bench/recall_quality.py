@@ -1,0 +1,127 @@
+"""Recall quality on long multi-session conversations with labelled evidence.
+
+    .venv/bin/python bench/recall_quality.py                       # the committed sample
+    .venv/bin/python bench/recall_quality.py --data DIR --questions 120 --embedders minilm,hashing
+
+DIR holds LongMemEval instances (one JSON file each, or one JSON list). Every turn of every
+chosen instance is stored as one memory that occurred at its session date, in one bank per
+embedder; every question is asked against that whole bank with its own date as the reference.
+Prints recall@5/@10, MRR and nDCG@10 per question category and overall, with p50/p95 latency,
+for each arm alone, the fused hybrid, and the textbook baselines computed here in Python
+(BM25, cosine on the same vectors, and their plain RRF). Uses its own database under var/bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from banks.models import Bank, Memory  # noqa: E402
+from banks.recall_eval import Corpus, PlainBM25, build_corpus, load_instances, metrics, plain_rrf, summarise  # noqa: E402
+from banks.recall_fusion import RecallConfig  # noqa: E402
+from banks.selectors.recall import RecallFilters, recall_memories  # noqa: E402
+from bench.quality_banks import build_bank  # noqa: E402
+
+SAMPLE = REPO / "tests" / "fixtures" / "recall_sample.json"
+CONFIGS = {
+    "semantic": {"arms": ["semantic"], "time_aware": False},
+    "keyword (BM25)": {"arms": ["keyword"], "time_aware": False},
+    "graph": {"arms": ["graph"], "time_aware": False},
+    "hybrid": {},
+}
+
+
+def run_config(bank: Bank, corpus: Corpus, settings: dict, key_of: dict[int, str] | None = None
+               ) -> tuple[dict, list[float]]:
+    config = RecallConfig.from_settings(settings)
+    rows, latencies = [], []
+    for question in corpus.questions:
+        started = time.perf_counter()
+        hits, *_ = recall_memories(bank, question.text, max_results=10, config=config,
+                                   filters=RecallFilters(reference_date=question.asked_at))
+        latencies.append((time.perf_counter() - started) * 1000)
+        rows.append((question.category, metrics([h.memory_id for h in hits], question.evidence)))
+    return summarise(rows), latencies
+
+
+def run_baselines(bank: Bank, corpus: Corpus) -> dict[str, dict]:
+    from banks.services.memories import bank_embedder
+
+    keys, vectors = [], []
+    for memory_id, vector in Memory.objects.filter(bank=bank).values_list("memory_id", "embedding"):
+        keys.append(memory_id)
+        vectors.append(np.asarray(vector, dtype=np.float32))
+    matrix = np.vstack(vectors)
+    bm25 = PlainBM25({k: corpus.turns[k].text for k in keys})
+    embedder = bank_embedder(bank)
+    out: dict[str, list] = {"plain BM25 (Python)": [], "plain cosine (Python)": [], "plain BM25+cosine RRF": []}
+    for question in corpus.questions:
+        query = np.asarray(embedder.embed([question.text])[0], dtype=np.float32)
+        cosine = [keys[i] for i in np.argsort(-(matrix @ query))[:50]]
+        lexical = bm25.rank(question.text, 50)
+        for name, ranked in (("plain BM25 (Python)", lexical), ("plain cosine (Python)", cosine),
+                             ("plain BM25+cosine RRF", plain_rrf([lexical, cosine]))):
+            out[name].append((question.category, metrics(ranked[:10], question.evidence)))
+    return {name: summarise(rows) for name, rows in out.items()}
+
+
+def print_table(title: str, results: dict[str, tuple[dict, list[float] | None]]) -> None:
+    categories = sorted({c for summary, _ in results.values() for c in summary if c != "all"})
+    print(f"\n### {title}\n")
+    print("| configuration | r@5 | r@10 | MRR | nDCG@10 | p50 ms | p95 ms | " +
+          " | ".join(f"r@10 {c}" for c in categories) + " |")
+    print("|---" * (7 + len(categories)) + "|")
+    for name, (summary, latencies) in results.items():
+        overall = summary["all"]
+        p50 = f"{statistics.median(latencies):.1f}" if latencies else "-"
+        p95 = f"{np.percentile(latencies, 95):.1f}" if latencies else "-"
+        per_cat = " | ".join(f"{summary[c]['r@10']:.2f}" if c in summary else "-" for c in categories)
+        print(f"| {name} | {overall['r@5']:.3f} | {overall['r@10']:.3f} | {overall['mrr']:.3f} | "
+              f"{overall['ndcg']:.3f} | {p50} | {p95} | {per_cat} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=SAMPLE)
+    parser.add_argument("--questions", type=int, default=None, help="questions to draw (evenly per category)")
+    parser.add_argument("--embedders", default="minilm,hashing")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    corpus = build_corpus(load_instances(args.data), questions=args.questions, seed=args.seed)
+    digest = hashlib.sha1("".join(sorted(corpus.turns)).encode()).hexdigest()[:8]
+    counts: dict[str, int] = {}
+    for q in corpus.questions:
+        counts[q.category] = counts.get(q.category, 0) + 1
+    print(f"{len(corpus.turns)} memories, {len(corpus.questions)} questions: {counts}")
+    for spec in [s for s in args.embedders.split(",") if s]:
+        started = time.perf_counter()
+        bank = build_bank(f"quality-{spec.replace(':', '-')}-{digest}", spec, corpus)
+        print(f"bank {bank.bank_id} ready in {time.perf_counter() - started:.0f} s")
+        results: dict[str, tuple[dict, list[float] | None]] = {}
+        for name, settings in CONFIGS.items():
+            results[name] = run_config(bank, corpus, settings)
+        for name, summary in run_baselines(bank, corpus).items():
+            results[name] = (summary, None)
+        print_table(f"embedder {spec}", results)
+
+
+if __name__ == "__main__":
+    main()
