@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
-from curation.views import banks, holds, live, memories, operator, records
+from curation.views import banks, holds, live, memories, operator, playground, records
 
 register_converter(RecordIdConverter, "rid")
 
@@ -41,6 +41,7 @@ urlpatterns = [
     path("banks/<str:bank_id>/duplicates/", records.duplicates, name="duplicates"),
     path("banks/<str:bank_id>/duplicates/action", records.duplicates_action, name="duplicates-action"),
     path("banks/<str:bank_id>/time/", records.time_travel, name="time"),
+    path("banks/<str:bank_id>/recall/", playground.recall_playground, name="recall-playground"),
     path("audit/", records.audit_log, name="audit"),
     path("audit.csv", records.audit_csv, name="audit-csv"),
     path("preferences/", operator.preferences, name="preferences"),

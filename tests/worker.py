@@ -61,6 +61,8 @@ def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
         "MEMORYHUB_CELERY_QUEUE": queue,
         "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR),
         "MEMORYHUB_PORTABILITY_ROOTS": settings.MEMORYHUB_PORTABILITY_ROOTS or "",
+        # The worker embeds as the test process does, so vectors written on either side compare.
+        "MEMORYHUB_EMBEDDINGS": settings.MEMORYHUB_EMBEDDINGS,
     }
     env.pop("MEMORYHUB_CELERY_EAGER", None)
     handle = log.open("wb")

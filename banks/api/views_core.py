@@ -109,9 +109,15 @@ class HealthApi(APIView):
             healthy, message = bool(row), (f"postgresql ok, pgvector {row[0]}" if row else "pgvector missing")
         except Exception as exc:  # the probe reports any database failure instead of raising
             healthy, message = False, f"database unavailable: {exc.__class__.__name__}"
+        from banks.providers.embeddings import embedder_status
+
+        embeddings = embedder_status()
+        if embeddings["fallback"]:
+            # Still serving (the hashing embedder works offline), but recall is not semantic: say so.
+            message += f"; embeddings: {embeddings['configured']} could not load, using {embeddings['model']}"
         body = {"healthy": healthy, "message": message,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-                "last_check_at": timezone.now().isoformat()}
+                "last_check_at": timezone.now().isoformat(), "embeddings": embeddings}
         return Response(body, status=200 if healthy else 503)
 
 

@@ -22,10 +22,10 @@ from django.utils import timezone
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
 from banks.providers import get_llm
-from banks.services.memories import bank_embedder
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors.recall_keyword import keyword_arm
+from banks.services.memories import bank_embedder
 from banks.vectors import distance_sql, nearest_rows, vector_literal
 
 # Columns a hit never shows: vectors stay in the database.
@@ -246,9 +246,11 @@ def bank_recall_config(bank: Bank) -> RecallConfig:
 def recall_bank(
     bank: Bank, query: str, *, max_results: int = 10, max_tokens: int | None = None,
     filters: RecallFilters | None = None, include_directives: bool = True, include_observations: bool = False,
+    config: RecallConfig | None = None,
 ) -> RecallOutcome:
     started = time.perf_counter()
-    hits, total, trace, top_semantic = recall_memories(bank, query, max_results=max_results, filters=filters)
+    hits, total, trace, top_semantic = recall_memories(bank, query, max_results=max_results, filters=filters,
+                                                       config=config)
     from banks.selectors import live_layers
 
     hits, total = live_layers.add_live_layers(

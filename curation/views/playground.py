@@ -1,0 +1,101 @@
+"""The recall playground: run a question against a bank and see why each memory ranked where it did.
+
+Per hit: the rank each arm gave it, the fused score, its layer; per run: each stage's
+latency. Two configurations side by side show what a setting changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from banks.providers.embeddings import embedder_status
+from banks.recall_fusion import ARM_NAMES, RecallConfig
+from banks.selectors.recall import RecallFilters, RecallOutcome, bank_recall_config, recall_bank
+from banks.services.memories import bank_embedder
+from curation.access import operator_bank
+from portability.formats.common import parse_time
+
+
+@dataclass
+class Run:
+    label: str
+    config: RecallConfig
+    outcome: RecallOutcome | None = None
+
+    @property
+    def arm_fields(self) -> list[tuple[str, bool, float]]:
+        """(arm, on, weight) for the form."""
+        on = set(self.config.arms) | ({"temporal"} if self.config.time_aware else set())
+        return [(arm, arm in on, self.config.weights.get(arm, 0.0)) for arm in ARM_NAMES]
+
+    @property
+    def rows(self) -> list[tuple[Any, list[int | None]]]:
+        """Each hit with the rank every arm gave it (None: that arm did not find it)."""
+        hits = self.outcome.hits if self.outcome else []
+        return [(hit, [hit.arm_ranks.get(arm) for arm in ARM_NAMES]) for hit in hits]
+
+    @property
+    def stages(self) -> list[tuple[str, float, int]]:
+        """(stage, milliseconds, candidates) per arm that ran."""
+        trace = self.outcome.trace if self.outcome else None
+        if trace is None:
+            return []
+        return [(name, ms, trace.strategy_candidate_counts.get(name, 0)) for name, ms in trace.strategy_timings_ms.items()]
+
+
+def _config_from(request: HttpRequest, prefix: str, base: RecallConfig) -> RecallConfig:
+    """A configuration from the form fields ``<prefix>arms``, ``<prefix>w_<arm>``, ``<prefix>rrf_k``, ``<prefix>depth``."""
+    get = request.GET
+    raw: dict[str, Any] = {"arms": get.getlist(f"{prefix}arms") or list(base.arms), "weights": dict(base.weights),
+                           "rrf_k": base.rrf_k, "depth": base.depth, "time_aware": "temporal" in get.getlist(
+                               f"{prefix}arms") if get.getlist(f"{prefix}arms") else base.time_aware}
+    for arm in ARM_NAMES:
+        try:
+            raw["weights"][arm] = float(get.get(f"{prefix}w_{arm}", raw["weights"][arm]))
+        except ValueError:
+            pass
+    for name in ("rrf_k", "depth"):
+        try:
+            raw[name] = int(get.get(f"{prefix}{name}", raw[name]))
+        except ValueError:
+            pass
+    raw["arms"] = [a for a in raw["arms"] if a != "temporal"]
+    return RecallConfig.from_settings(raw)
+
+
+@login_required
+def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id)
+    base = bank_recall_config(bank)
+    query = request.GET.get("q", "").strip()
+    try:
+        max_results = max(1, min(int(request.GET.get("n", 10)), 50))
+    except ValueError:
+        max_results = 10
+    try:
+        reference = parse_time(request.GET.get("ref", "").strip() or None)
+    except ValueError:
+        reference = None  # an unreadable reference date means "now"
+    runs = [Run("A", _config_from(request, "a_", base))]
+    compare = bool(request.GET.get("compare"))
+    second = Run("B", _config_from(request, "b_", base) if compare else base)
+    if compare:
+        runs.append(second)
+    if query:
+        for run in runs:
+            run.outcome = recall_bank(bank, query, max_results=max_results, config=run.config,
+                                      filters=RecallFilters(reference_date=reference))
+    embedder = bank_embedder(bank)
+    status = embedder_status(bank.embedding_provider or None)
+    context = {"bank": bank, "tab": "recall", "q": query, "n": max_results, "ref": request.GET.get("ref", ""),
+               "runs": runs, "forms": [(runs[0], "a_"), (second, "b_")], "arms": ARM_NAMES, "compare": compare,
+               "embedder": embedder, "embedder_status": status, "base": base}
+    template = "curation/recall_playground.html"
+    if request.htmx and query:
+        template += "#results"
+    return render(request, template, context)

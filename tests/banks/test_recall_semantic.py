@@ -1,0 +1,130 @@
+"""Semantic recall with the packaged model: MiniLM embeddings, the reported fallback, banks that keep
+their model, BM25 on the keyword arm, per-hit arm ranks in the trace, and the playground page."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from django.test import Client
+
+from banks.models import Bank, BankMembership, Memory
+from banks.providers import embeddings as embeddings_module
+from banks.providers.embeddings import HashingEmbedder, build_embedder, embedder_status
+from banks.selectors.recall import RecallFilters, recall_memories
+from banks.selectors.recall_keyword import idf
+from banks.services.memories import memory_retain
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return build_embedder("minilm")
+
+
+def test_minilm_embeds_meaning_not_just_words(minilm):
+    assert minilm.name == "all-MiniLM-L6-v2" and minilm.dimensions == 384
+    vectors = np.array(minilm.embed(["what did Caroline do last weekend",
+                                     "Caroline went hiking in the mountains on Saturday.",
+                                     "The stock market fell sharply."]))
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    related, unrelated = vectors[1] @ vectors[0], vectors[2] @ vectors[0]
+    # What a plain (unfused, unbatched) implementation of the same model computes for these texts.
+    assert related == pytest.approx(0.668, abs=0.01) and unrelated == pytest.approx(0.087, abs=0.01)
+    # Batching pads shorter texts; padding must not change a text's vector.
+    alone = np.array(minilm.embed(["The stock market fell sharply."]))[0]
+    assert np.allclose(alone, vectors[2], atol=1e-5)
+
+
+def test_a_model_that_cannot_load_falls_back_to_hashing_and_says_so(monkeypatch, settings, api):
+    import banks.providers.minilm as minilm_module
+
+    def broken(*args, **kwargs):
+        raise FileNotFoundError("weights are not installed")
+
+    monkeypatch.setattr(minilm_module, "bundled_model_dir", broken)
+    embeddings_module._cached.cache_clear()
+    settings.MEMORYHUB_EMBEDDINGS = "minilm"
+    try:
+        embedder = embeddings_module.get_embedder()
+        assert isinstance(embedder, HashingEmbedder)
+        status = embedder_status()
+        assert status["fallback"] and not status["semantic"] and "not installed" in status["fallback_reason"]
+        health = api.client.get("/health").json()
+        assert health["embeddings"]["fallback"] is True and "could not load" in health["message"]
+    finally:
+        embeddings_module._FALLBACKS.clear()
+        embeddings_module._cached.cache_clear()
+
+
+def test_existing_banks_keep_the_model_their_memories_carry(bank, make_bank):
+    memory_retain(bank=bank, text="Alice plays the cello.", actor="test")
+    empty = make_bank("no-memories")
+    migration = importlib.import_module("banks.migrations.0005_pin_bank_embedding_models")
+    from django.apps import apps
+
+    migration.pin(apps, None)
+    bank.refresh_from_db()
+    empty.refresh_from_db()
+    assert bank.embedding_provider == "hashing:384" and empty.embedding_provider == ""
+
+
+def test_vectors_of_another_model_are_never_compared(bank):
+    memory_retain(bank=bank, text="Alice plays the cello.", actor="test")
+    Memory.objects.filter(bank=bank).update(embedding_model="some-other-model")
+    hits, *_ = recall_memories(bank, "cello", arms=("semantic",))
+    assert hits == []
+
+
+def test_keyword_arm_weighs_rare_words_above_common_ones(bank):
+    for i in range(12):
+        memory_retain(bank=bank, text=f"Meeting notes number {i} about the weekly meeting schedule.", actor="test")
+    memory_retain(bank=bank, text="The meeting moved to the Zanzibar office.", actor="test")
+    memory_retain(bank=bank, text="Zanzibar spice farm visit.", actor="test")
+    hits, _, trace, _ = recall_memories(bank, "meeting in Zanzibar", arms=("keyword",), max_results=3)
+    assert hits[0].text == "The meeting moved to the Zanzibar office."
+    assert hits[1].text == "Zanzibar spice farm visit."
+    assert idf(1, 100) > idf(50, 100) > 0
+
+
+def test_trace_tells_each_hits_rank_in_every_arm(api, bank):
+    api.post("/v1/retain", {"content": "Customer prefers dark-mode UI and weekly email digests.", "bank_id": bank.bank_id})
+    api.post("/v1/retain", {"content": "The invoice was paid late in March.", "bank_id": bank.bank_id})
+    body = api.post("/v1/recall", {"query": "dark-mode UI", "bank_id": bank.bank_id}).json()
+    ranks = body["trace"]["hit_ranks"]
+    assert ranks[0]["memory_id"] == body["hits"][0]["memory_id"]
+    assert ranks[0]["arm_ranks"]["keyword"] == 1 and ranks[0]["arm_ranks"]["semantic"] == 1
+    assert ranks[0]["fused_rank"] == 1 and ranks[0]["fused_score"] > 0
+
+
+def test_a_question_that_names_a_time_uses_the_temporal_arm(bank):
+    from datetime import UTC, datetime
+
+    june = memory_retain(bank=bank, text="We went sailing with the team.", actor="test",
+                         occurred_at=datetime(2022, 6, 12, tzinfo=UTC)).memory
+    memory_retain(bank=bank, text="We went sailing with the family.", actor="test",
+                  occurred_at=datetime(2023, 2, 2, tzinfo=UTC))
+    hits, _, trace, _ = recall_memories(bank, "Who did we go sailing with last June?",
+                                        filters=RecallFilters(reference_date=datetime(2023, 5, 28, tzinfo=UTC)))
+    assert trace.time_window["phrase"] == "last june"
+    assert hits[0].memory_id == june.memory_id and "temporal" in hits[0].arm_ranks
+
+
+def test_playground_compares_two_configurations(bank, operator, operator_client):
+    BankMembership.objects.create(user=operator, bank=bank, role="viewer")
+    memory_retain(bank=bank, text="Customer prefers dark-mode UI.", actor="test")
+    memory_retain(bank=bank, text="Dark chocolate is the customer's favourite.", actor="test")
+    url = f"/banks/{bank.bank_id}/recall/"
+    page = operator_client.get(url)
+    assert page.status_code == 200 and b"Recall playground" in page.content
+    page = operator_client.get(url, {"q": "dark-mode UI", "a_arms": ["semantic", "keyword"], "compare": "1",
+                                     "b_arms": ["keyword"], "b_rrf_k": "10"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "A: semantic + keyword" in html and "B: keyword" in html and "RRF k 10" in html
+    assert "Customer prefers dark-mode UI." in html and "keyword" in html and " ms" in html
+    other = Bank.objects.create(bank_id="not-granted")
+    assert operator_client.get(f"/banks/{other.bank_id}/recall/").status_code == 404
+    assert Client().get(url).status_code == 302  # to the login page
