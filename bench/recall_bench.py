@@ -43,7 +43,7 @@ def populate(bank: Bank, n: int, seed: int = 1) -> None:
     if have >= n:
         return
     rng = random.Random(seed + have)
-    embedder = get_embedder()
+    embedder = get_embedder(bank.embedding_provider or None)
     now = timezone.now()
     batch: list[Memory] = []
     started = time.perf_counter()
@@ -76,9 +76,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embeddings", default="hashing",
+                        help="the bank's embedder (minilm: 100k texts take a while to embed once)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}")
+    suffix = "" if args.embeddings == "hashing" else f"-{args.embeddings.replace(':', '-')}"
+    bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}{suffix}",
+                                         defaults={"embedding_provider": args.embeddings})
     print(f"bank {bank.bank_id}: populating to {args.memories} memories")
     populate(bank, args.memories)
     rng = random.Random(99)

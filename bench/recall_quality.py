@@ -36,7 +36,7 @@ from django.core.management import call_command  # noqa: E402
 from banks.models import Bank, Memory  # noqa: E402
 from banks.recall_eval import Corpus, PlainBM25, build_corpus, load_instances, metrics, plain_rrf, summarise  # noqa: E402
 from banks.recall_fusion import RecallConfig  # noqa: E402
-from banks.selectors.recall import RecallFilters, recall_memories  # noqa: E402
+from banks.selectors.recall import RecallFilters, query_vector, recall_memories  # noqa: E402
 from bench.quality_banks import build_bank  # noqa: E402
 
 SAMPLE = REPO / "tests" / "fixtures" / "recall_sample.json"
@@ -48,9 +48,10 @@ CONFIGS = {
 }
 
 
-def run_config(bank: Bank, corpus: Corpus, settings: dict, key_of: dict[int, str] | None = None
-               ) -> tuple[dict, list[float]]:
+def run_config(bank: Bank, corpus: Corpus, settings: dict, clear: bool = True) -> tuple[dict, list[float]]:
     config = RecallConfig.from_settings(settings)
+    if clear:
+        query_vector.cache_clear()  # every configuration pays for embedding its questions
     rows, latencies = [], []
     for question in corpus.questions:
         started = time.perf_counter()
@@ -97,12 +98,30 @@ def print_table(title: str, results: dict[str, tuple[dict, list[float] | None]])
               f"{overall['ndcg']:.3f} | {p50} | {p95} | {per_cat} |")
 
 
+def sweep(bank: Bank, corpus: Corpus) -> None:
+    """Fusion settings around the defaults, best first by recall@10 then nDCG."""
+    rows = []
+    for keyword in (1.0, 1.5):
+        for graph in (0.0, 0.3):
+            for temporal in (0.0, 0.5):
+                for k in (20, 60):
+                    settings = {"weights": {"semantic": 1.0, "keyword": keyword, "graph": graph,
+                                            "temporal": temporal}, "rrf_k": k, "time_aware": temporal > 0}
+                    summary, _ = run_config(bank, corpus, settings, clear=False)
+                    rows.append((summary["all"]["r@10"], summary["all"]["ndcg"], settings))
+    rows.sort(key=lambda r: (-r[0], -r[1]))
+    print("\n| r@10 | nDCG@10 | settings |\n|---|---|---|")
+    for r10, ndcg, settings in rows:
+        print(f"| {r10:.3f} | {ndcg:.3f} | {settings} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=SAMPLE)
     parser.add_argument("--questions", type=int, default=None, help="questions to draw (evenly per category)")
     parser.add_argument("--embedders", default="minilm,hashing")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sweep", action="store_true", help="also try a grid of fusion weights and RRF k")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     corpus = build_corpus(load_instances(args.data), questions=args.questions, seed=args.seed)
@@ -121,6 +140,8 @@ def main() -> None:
         for name, summary in run_baselines(bank, corpus).items():
             results[name] = (summary, None)
         print_table(f"embedder {spec}", results)
+        if args.sweep:
+            sweep(bank, corpus)
 
 
 if __name__ == "__main__":

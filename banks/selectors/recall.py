@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -21,7 +22,7 @@ from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
-from banks.providers import get_llm
+from banks.providers import Embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors.recall_keyword import keyword_arm
@@ -125,9 +126,15 @@ def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[
     return " AND ".join(clauses), params
 
 
+@lru_cache(maxsize=512)
+def query_vector(embedder: Embedder, query: str) -> str:
+    """The query's vector literal; the semantic and temporal arms (and repeated questions) share it."""
+    return vector_literal(embedder.embed([query])[0])
+
+
 def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
     embedder = bank_embedder(bank)
-    vector = vector_literal(embedder.embed([query])[0])
+    vector = query_vector(embedder, query)
     where, params = _filters_sql(bank, filters)
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).

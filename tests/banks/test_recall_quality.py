@@ -15,13 +15,13 @@ from bench.quality_banks import build_bank
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "recall_sample.json"
 
 
-@pytest.fixture(scope="module")
-def quality_bank(django_db_setup, django_db_blocker):  # noqa: ANN001, ANN201
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def quality_bank():  # noqa: ANN201
     corpus = build_corpus(load_instances(SAMPLE))
-    with django_db_blocker.unblock():
-        bank = build_bank("quality-sample", "minilm", corpus)
-        yield bank, corpus
-        bank.delete()
+    return build_bank("quality-sample", "minilm", corpus), corpus
 
 
 def score(bank, corpus, settings: dict) -> dict[str, float]:  # noqa: ANN001
@@ -34,15 +34,12 @@ def score(bank, corpus, settings: dict) -> dict[str, float]:  # noqa: ANN001
     return summarise(rows)["all"]
 
 
-def test_the_sample_holds_every_category_with_evidence(quality_bank):
+def test_hybrid_is_at_least_as_good_as_each_arm_alone(quality_bank):
     bank, corpus = quality_bank
+    # One test (the bank takes a while to embed): the sample first, then the comparison.
     assert {q.category for q in corpus.questions} >= {"multi-session", "temporal-reasoning", "single-session-user"}
     assert bank.memories.count() == len(corpus.turns) > 300
     assert bank.memories.first().embedding_model == "all-MiniLM-L6-v2"
-
-
-def test_hybrid_is_at_least_as_good_as_each_arm_alone(quality_bank):
-    bank, corpus = quality_bank
     hybrid = score(bank, corpus, {})
     for arm in ("semantic", "keyword", "graph"):
         alone = score(bank, corpus, {"arms": [arm], "time_aware": False})

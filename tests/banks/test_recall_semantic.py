@@ -128,3 +128,22 @@ def test_playground_compares_two_configurations(bank, operator, operator_client)
     other = Bank.objects.create(bank_id="not-granted")
     assert operator_client.get(f"/banks/{other.bank_id}/recall/").status_code == 404
     assert Client().get(url).status_code == 302  # to the login page
+
+
+def test_recall_reads_no_vectors_back_and_counts_words_in_one_statement(bank):
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for text in ("Alice plays the cello.", "Bob plays the drums on Fridays.", "Carol sings in a choir."):
+        memory_retain(bank=bank, text=text, actor="test")
+    counts = []
+    for query in ("cello", "who plays the cello drums choir on fridays with alice bob and carol"):
+        cache.clear()  # the bank's size and average length are cached: count them both times
+        with CaptureQueriesContext(connection) as captured:
+            hits, *_ = recall_memories(bank, query, arms=("semantic", "keyword"))
+        assert hits
+        loads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith('SELECT "banks_memory"."id"')]
+        assert loads and all('"banks_memory"."embedding"' not in sql and "search_vector" not in sql for sql in loads)
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1]  # ten more words, not ten more statements
