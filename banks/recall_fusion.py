@@ -11,11 +11,12 @@ from typing import Any
 
 ARM_NAMES = ("semantic", "keyword", "graph", "temporal")
 
-# Tuned on bench/recall_quality.py (see README): the semantic arm carries most of the signal on
-# conversational memories, BM25 adds the exact names and numbers it misses, the graph arm only
-# breaks ties between memories that share the question's entities.
-DEFAULT_WEIGHTS = {"semantic": 1.0, "keyword": 0.7, "graph": 0.3, "temporal": 0.5}
-DEFAULT_RRF_K = 60
+# Tuned on bench/recall_quality.py (see README): on conversational memories BM25 is the stronger
+# single arm (questions reuse the words of their evidence), the semantic arm finds the paraphrases
+# it misses, the graph arm only breaks ties between memories that share the question's entities.
+# A smaller k than the customary 60 lets a top rank in one arm count for more.
+DEFAULT_WEIGHTS = {"semantic": 1.0, "keyword": 1.5, "graph": 0.3, "temporal": 0.5}
+DEFAULT_RRF_K = 20
 # Candidates each arm brings: enough that a memory ranked mid-list by both arms can win.
 DEFAULT_DEPTH = 50
 OVERFETCH = 5

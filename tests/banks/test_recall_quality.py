@@ -1,5 +1,5 @@
 """Recall quality regression on the committed LongMemEval sample: the fused hybrid is never worse
-than any of its arms alone (recall@10 and nDCG@10), with the semantic model the install ships."""
+than any of its arms alone (recall@5 and recall@10), with the semantic model the install ships."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def quality_bank():  # noqa: ANN201
-    corpus = build_corpus(load_instances(SAMPLE))
+    # Turns cut to 300 characters keep the embedding of the bank to seconds.
+    corpus = build_corpus(load_instances(SAMPLE), max_chars=300)
     return build_bank("quality-sample", "minilm", corpus), corpus
 
 
@@ -39,9 +40,10 @@ def test_hybrid_is_at_least_as_good_as_each_arm_alone(quality_bank):
     # One test (the bank takes a while to embed): the sample first, then the comparison.
     assert {q.category for q in corpus.questions} >= {"multi-session", "temporal-reasoning", "single-session-user"}
     assert bank.memories.count() == len(corpus.turns) > 300
+    assert sum(len(q.evidence) for q in corpus.questions) >= len(corpus.questions)
     assert bank.memories.first().embedding_model == "all-MiniLM-L6-v2"
     hybrid = score(bank, corpus, {})
     for arm in ("semantic", "keyword", "graph"):
         alone = score(bank, corpus, {"arms": [arm], "time_aware": False})
         assert hybrid["r@10"] >= alone["r@10"], (arm, hybrid, alone)
-        assert hybrid["ndcg"] >= alone["ndcg"] - 0.01, (arm, hybrid, alone)
+        assert hybrid["r@5"] >= alone["r@5"], (arm, hybrid, alone)

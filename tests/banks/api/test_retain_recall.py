@@ -114,13 +114,13 @@ class TestRecall:
     def test_scores_are_reciprocal_rank_fusion(self, api, memories):
         body = api.post("/v1/recall", {"query": "dark-mode UI", "bank_id": "user-alice"}).json()
         top = body["hits"][0]
-        # Weighted RRF: the sum over the arms that found it of weight / (60 + rank there).
-        from banks.recall_fusion import DEFAULT_WEIGHTS
+        # Weighted RRF: the sum over the arms that found it of weight / (k + rank there).
+        from banks.recall_fusion import DEFAULT_RRF_K, DEFAULT_WEIGHTS
 
         assert top["memory_id"] == memories["ui"]
         ranks = body["trace"]["hit_ranks"][0]["arm_ranks"]
         assert len(ranks) >= 2 and ranks["semantic"] == ranks["keyword"] == 1
-        expected = sum(DEFAULT_WEIGHTS[arm] / (60 + rank) for arm, rank in ranks.items())
+        expected = sum(DEFAULT_WEIGHTS[arm] / (DEFAULT_RRF_K + rank) for arm, rank in ranks.items())
         assert top["score"] == pytest.approx(expected, abs=1e-6)
 
     def test_tag_filter(self, api, memories):

@@ -31,6 +31,6 @@ def pin(apps, schema_editor):  # noqa: ANN001, ANN201
 
 
 class Migration(migrations.Migration):
-    dependencies = [("banks", "0004_repair_out_of_range_times")]
+    dependencies = [("banks", "0005_audit_target_ids_gin")]
 
     operations = [migrations.RunPython(pin, migrations.RunPython.noop)]
