@@ -62,7 +62,7 @@ def test_a_model_that_cannot_load_falls_back_to_hashing_and_says_so(monkeypatch,
 def test_existing_banks_keep_the_model_their_memories_carry(bank, make_bank):
     memory_retain(bank=bank, text="Alice plays the cello.", actor="test")
     empty = make_bank("no-memories")
-    migration = importlib.import_module("banks.migrations.0006_pin_bank_embedding_models")
+    migration = importlib.import_module("banks.migrations.0007_pin_bank_embedding_models")
     from django.apps import apps
 
     migration.pin(apps, None)

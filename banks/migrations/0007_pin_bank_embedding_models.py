@@ -31,6 +31,6 @@ def pin(apps, schema_editor):  # noqa: ANN001, ANN201
 
 
 class Migration(migrations.Migration):
-    dependencies = [("banks", "0005_audit_target_ids_gin")]
+    dependencies = [("banks", "0006_legal_holds")]
 
     operations = [migrations.RunPython(pin, migrations.RunPython.noop)]
