@@ -138,7 +138,8 @@ def test_model_block_edit_sends_a_delta_and_diff_shows_it(admin_client, filled):
         "op": "append_block", "section_id": "music", "text": "x", "revision": "1"}, follow=True)
     assert "is at revision 2, not 1" in stale.content.decode()
     admin_client.post("/banks/user-alice/models/prefs/action", {"action": "revert", "to": "1"})
-    assert MentalModel.objects.get(model_id="prefs").content == "## Music\n\nJazz.\n"
+    # Revision 1's content comes back exactly as it was first stored.
+    assert MentalModel.objects.get(model_id="prefs").content == "## Music\n\nJazz."
 
 
 def test_directive_authoring_and_deactivation(admin_client, bank):
