@@ -38,3 +38,11 @@ def consolidate_observations(job_id: int) -> None:
     counts = {"created": outcome.created, "updated": outcome.updated, "clusters": outcome.clusters,
               "memories_scanned": outcome.memories_scanned}
     job_finish(job=job, counts=counts, result={**counts, "observation_ids": outcome.observation_ids})
+
+
+@shared_task(name="banks.lifecycle_sweep")
+def lifecycle_sweep() -> list[int]:
+    """Run every bank's lifecycle policy (scheduled by Celery beat); each run is its own job."""
+    from banks.services.lifecycle import lifecycle_run_all
+
+    return lifecycle_run_all()

@@ -224,6 +224,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYHUB_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic work, run by `celery beat`: every bank's lifecycle policy, once a day by default.
+MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
+}
 
 # Providers.
 MEMORYHUB_EMBEDDINGS = env_str("MEMORYHUB_EMBEDDINGS", "minilm")

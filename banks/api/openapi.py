@@ -71,6 +71,10 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("HoldApi", "get"): (None, None, "admin", "Whether the bank is under legal hold, and its holds"),
     ("HoldApi", "post"): (admin.HoldSetRequest, None, "admin", "Place a legal hold (forget is then a 409)"),
     ("HoldReleaseApi", "delete"): (None, admin.HoldReleaseQuery, "admin", "Release a legal hold"),
+    ("LifecycleRunApi", "post"): (admin.LifecycleRunRequest, None, "admin",
+                                  "Run the bank's lifecycle policy now (recorded as a job)"),
+    ("LifecyclePolicyApi", "get"): (None, None, "admin", "The bank's lifecycle policy"),
+    ("LifecyclePolicyApi", "put"): (admin.LifecyclePolicyRequest, None, "admin", "Set the bank's lifecycle policy"),
 }
 
 
@@ -103,7 +107,8 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("ImportApi", "post"): out.ImportResult, ("AdminBanksApi", "get"): admin_out.AdminBankList,
     ("AdminBanksHealthApi", "get"): admin_out.BankHealthList, ("AdminBankHealthApi", "get"): admin_out.BankHealth,
     ("HoldApi", "get"): admin_out.HoldState, ("HoldApi", "post"): admin_out.LegalHold,
-    ("HoldReleaseApi", "delete"): admin_out.HoldReleased,
+    ("HoldReleaseApi", "delete"): admin_out.HoldReleased, ("LifecycleRunApi", "post"): admin_out.LifecycleRunResult,
+    ("LifecyclePolicyApi", "get"): admin_out.LifecyclePolicy, ("LifecyclePolicyApi", "put"): admin_out.LifecyclePolicy,
 }
 
 _MODELS: dict[str, type[BaseModel]] = {}

@@ -51,3 +51,28 @@ class BankHealthList(BaseModel):
 
 class AdminBankList(BaseModel):
     banks: list[str]
+
+
+class LifecycleAction(BaseModel):
+    memory_id: str
+    action: str
+    reason: str
+
+
+class LifecycleRunResult(BaseModel):
+    archived_count: int
+    deleted_count: int
+    skipped_count: int
+    actions: list[LifecycleAction]
+    actions_truncated: bool
+    job_id: int | None
+
+
+class LifecyclePolicy(BaseModel):
+    bank_id: str
+    enabled: bool
+    delete_after_days: int | None
+    archive_after_days: int | None
+    fact_type_overrides: dict[str, dict[str, int | None]]
+    exempt_tags: list[str]
+    last_run_at: str | None

@@ -15,4 +15,18 @@ class HoldReleaseQuery(WireModel):
     reason: str = ""
 
 
-__all__ = ["HoldReleaseQuery", "HoldSetRequest"]
+
+
+class LifecycleRunRequest(WireModel):
+    bank_id: str
+
+
+class LifecyclePolicyRequest(WireModel):
+    enabled: bool | None = None
+    delete_after_days: int | None = None
+    archive_after_days: int | None = None
+    fact_type_overrides: dict[str, dict[str, int | None]] | None = None
+    exempt_tags: list[str] | None = None
+
+
+__all__ = ["HoldReleaseQuery", "HoldSetRequest", "LifecyclePolicyRequest", "LifecycleRunRequest"]

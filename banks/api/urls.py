@@ -43,6 +43,9 @@ urlpatterns = [
     path("admin/banks/<str:bank_id>/hold", views_admin.HoldApi.as_view(), name="admin-bank-hold"),
     path("admin/banks/<str:bank_id>/hold/<str:hold_id>", views_admin.HoldReleaseApi.as_view(),
          name="admin-bank-hold-release"),
+    path("admin/banks/<str:bank_id>/lifecycle", views_admin.LifecyclePolicyApi.as_view(),
+         name="admin-bank-lifecycle"),
+    path("admin/lifecycle", views_admin.LifecycleRunApi.as_view(), name="admin-lifecycle"),
     path("banks", views_banks.BanksApi.as_view(), name="banks"),
     path("banks/<str:bank_id>", views_banks.BankApi.as_view(), name="bank"),
 ]

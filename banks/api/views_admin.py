@@ -1,4 +1,4 @@
-"""/v1/admin: legal holds and bank health, each gated by ``admin`` on the bank concerned."""
+"""/v1/admin: legal holds, lifecycle policies and runs, bank health, each gated by ``admin`` on the bank concerned."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from rest_framework.response import Response
 
 from banks.api.base import BankApiView, ok
 from banks.api.render import iso
-from banks.api.schemas_admin import HoldReleaseQuery, HoldSetRequest
-from banks.models import Bank, LegalHold
+from banks.api.schemas_admin import (
+    HoldReleaseQuery,
+    HoldSetRequest,
+    LifecyclePolicyRequest,
+    LifecycleRunRequest,
+)
+from banks.models import Bank, LegalHold, LifecyclePolicy
 from banks.selectors.bank_health import BankHealthView, bank_health
-from banks.selectors.holds import bank_holds
+from banks.selectors.holds import bank_holds, bank_lifecycle_policy
 from banks.services.holds import hold_release, hold_set
+from banks.services.lifecycle import LifecycleOutcome, lifecycle_policy_set, lifecycle_run
 from memoryhub.errors import BankNotFound
 
 MAX_HEALTH_BANKS = 100
@@ -82,3 +88,38 @@ class HoldReleaseApi(AdminBankView):
         released = bank is not None and hold_release(bank=bank, hold_id=hold_id, actor=self.actor(request),
                                                      reason=query.reason)
         return ok({"bank_id": bank_id, "hold_id": hold_id, "released": released})
+
+
+def lifecycle_result(outcome: LifecycleOutcome) -> dict[str, Any]:
+    return {"archived_count": outcome.archived_count, "deleted_count": outcome.deleted_count,
+            "skipped_count": outcome.skipped_count, "actions": outcome.actions,
+            "actions_truncated": outcome.actions_truncated, "job_id": outcome.job_id}
+
+
+def lifecycle_policy(bank_id: str, row: LifecyclePolicy | None) -> dict[str, Any]:
+    if row is None:
+        return {"bank_id": bank_id, "enabled": False, "delete_after_days": None, "archive_after_days": None,
+                "fact_type_overrides": {}, "exempt_tags": [], "last_run_at": None}
+    return {"bank_id": bank_id, "enabled": row.enabled, "delete_after_days": row.delete_after_days,
+            "archive_after_days": row.archive_after_days, "fact_type_overrides": row.fact_type_overrides,
+            "exempt_tags": list(row.exempt_tags), "last_run_at": iso(row.last_run_at)}
+
+
+class LifecycleRunApi(AdminBankView):
+    def post(self, request: Request) -> Response:
+        body = self.body(request, LifecycleRunRequest)
+        bank = self.existing_bank(request, body.bank_id)
+        outcome = lifecycle_run(bank=bank, actor=self.actor(request)) if bank else LifecycleOutcome()
+        return ok(lifecycle_result(outcome))
+
+
+class LifecyclePolicyApi(AdminBankView):
+    def get(self, request: Request, bank_id: str) -> Response:
+        bank = self.existing_bank(request, bank_id)
+        return ok(lifecycle_policy(bank_id, bank_lifecycle_policy(bank)))
+
+    def put(self, request: Request, bank_id: str) -> Response:
+        body = self.body(request, LifecyclePolicyRequest)
+        bank = self.bank(request, bank_id, "admin", create=True)
+        row = lifecycle_policy_set(bank=bank, actor=self.actor(request), **body.model_dump(exclude_unset=True))
+        return ok(lifecycle_policy(bank_id, row))

@@ -1,7 +1,7 @@
 """The MemoryHub domain. One module per aggregate; everything is re-exported here."""
 
 from banks.models.banks import Bank, BankMembership, BankRole
-from banks.models.holds import LegalHold
+from banks.models.holds import LegalHold, LifecyclePolicy
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
@@ -16,6 +16,7 @@ __all__ = [
     "EntityLink",
     "Job",
     "LegalHold",
+    "LifecyclePolicy",
     "JobState",
     "Memory",
     "MemoryEntity",

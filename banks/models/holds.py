@@ -1,7 +1,8 @@
-"""Legal holds: while a bank holds one, nothing in it may be forgotten except by a compliance erase."""
+"""Retention controls: legal holds (nothing may be forgotten but by a compliance erase) and lifecycle policies."""
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
@@ -34,3 +35,20 @@ class LegalHold(models.Model):
 
     def __str__(self) -> str:
         return f"hold {self.hold_id} on {self.bank_id}"
+
+
+class LifecyclePolicy(models.Model):
+    """A bank's retention rules (see banks.live.lifecycle); a bank without one is never swept."""
+
+    bank = models.OneToOneField(Bank, on_delete=models.CASCADE, related_name="lifecycle_policy")
+    enabled = models.BooleanField(default=True)
+    delete_after_days = models.PositiveIntegerField(null=True, blank=True)
+    archive_after_days = models.PositiveIntegerField(null=True, blank=True)
+    # {"<fact type>": {"archive_after_days": n | null, "delete_after_days": n | null}}
+    fact_type_overrides = models.JSONField(default=dict, blank=True)
+    exempt_tags = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"lifecycle of {self.bank_id}"

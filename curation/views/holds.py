@@ -1,4 +1,5 @@
-"""Legal holds on a bank's settings: place one with a reason, release one. Bank administrators only."""
+"""Retention on a bank's page: legal holds (place, release) and the lifecycle policy (save, run now).
+Bank administrators only."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from banks.services.holds import hold_release, hold_set
+from banks.services.lifecycle import lifecycle_policy_set, lifecycle_run
 from curation.access import actor, operator_bank
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import InvalidInput, MemoryHubError
 
 
 @login_required
@@ -35,3 +37,40 @@ def hold_lift(request: HttpRequest, bank_id: str, hold_id: str) -> HttpResponse:
     else:
         messages.error(request, f"No active legal hold {hold_id}.")
     return redirect("curation:bank", bank_id=bank.bank_id)
+
+
+def _days(value: str) -> int | None:
+    value = value.strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise InvalidInput("must be a whole number of days, or empty", field="days")
+    return int(value)
+
+
+@login_required
+@require_POST
+def lifecycle_save(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    try:
+        lifecycle_policy_set(
+            bank=bank, actor=actor(request), enabled=request.POST.get("enabled") == "on",
+            delete_after_days=_days(request.POST.get("delete_after_days", "")),
+            archive_after_days=_days(request.POST.get("archive_after_days", "")),
+            exempt_tags=[t.strip() for t in request.POST.get("exempt_tags", "").split(",") if t.strip()])
+        messages.success(request, "Lifecycle policy saved.")
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+    return redirect("curation:bank", bank_id=bank.bank_id)
+
+
+@login_required
+@require_POST
+def lifecycle_run_now(request: HttpRequest, bank_id: str) -> HttpResponse:
+    bank = operator_bank(request, bank_id, "admin")
+    try:
+        outcome = lifecycle_run(bank=bank, actor=actor(request))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("curation:bank", bank_id=bank.bank_id)
+    return redirect("portability:job", bank_id=bank.bank_id, job_id=outcome.job_id)

@@ -50,3 +50,21 @@ def test_audit_log_names_the_hold_an_erase_overrode(django_user_model, client, b
                   reason="erasure request")
     assert AuditEvent.objects.get(action="memory.erase").details["overrode_holds"] == ["case-7"]
     assert "overrode hold case-7" in client.get("/audit/").content.decode()
+
+
+def test_admin_sets_the_lifecycle_policy_and_runs_it(operator, operator_client, bank):
+    from banks.models import Job, LifecyclePolicy
+
+    BankMembership.objects.create(user=operator, bank=bank, role="admin")
+    bad = operator_client.post("/banks/user-alice/lifecycle", {"enabled": "on", "delete_after_days": "soon"},
+                               follow=True)
+    assert "must be a whole number of days" in bad.content.decode()
+    operator_client.post("/banks/user-alice/lifecycle", {"enabled": "on", "delete_after_days": "365",
+                                                         "archive_after_days": "", "exempt_tags": "legal, pinned"})
+    policy = LifecyclePolicy.objects.get(bank=bank)
+    assert (policy.delete_after_days, policy.archive_after_days, policy.exempt_tags) == (365, None,
+                                                                                         ["legal", "pinned"])
+    answer = operator_client.post("/banks/user-alice/lifecycle/run")
+    job = Job.objects.get(kind="lifecycle", bank=bank)
+    assert answer.status_code == 302 and answer["Location"] == f"/banks/user-alice/jobs/{job.pk}/"
+    assert "Delete after 365 days" in operator_client.get("/banks/user-alice/").content.decode()

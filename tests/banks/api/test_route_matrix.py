@@ -66,6 +66,9 @@ ROUTES = [
     ("get", f"/v1/admin/banks/{B}/hold", {}, "admin"),
     ("post", f"/v1/admin/banks/{B}/hold", {"hold_id": "h1", "reason": "litigation"}, "admin"),
     ("delete", f"/v1/admin/banks/{B}/hold/h1", {}, "admin"),
+    ("get", f"/v1/admin/banks/{B}/lifecycle", {}, "admin"),
+    ("put", f"/v1/admin/banks/{B}/lifecycle", {"delete_after_days": 365}, "admin"),
+    ("post", "/v1/admin/lifecycle", {"bank_id": B}, "admin"),
 ]
 
 
