@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agents.toolbox import TOOLS, run_tool
+from agents.toolbox import BANKLESS, TOOLS, run_tool
 from memoryhub.errors import InvalidInput, MemoryHubError, database_error_as_domain_error, error_body
 
 server = MCPServer(name="memoryhub", instructions="Long-term memory banks: retain, recall, reflect, forget, "
@@ -96,10 +96,11 @@ async def memory_retain(ctx: Context, content: str, bank_id: str, tags: list[str
 
 
 @server.tool(description=TOOLS["memory_recall"].description)
-async def memory_recall(ctx: Context, query: str, bank_id: str, max_results: int = 10, tags: list[str] | None = None,
+async def memory_recall(ctx: Context, query: str, bank_id: str | None = None, banks: list[str] | None = None,
+                        strategy: str | None = None, max_results: int = 10, tags: list[str] | None = None,
                         fact_types: list[str] | None = None, as_of: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_recall", query=query, bank_id=bank_id, max_results=max_results, tags=tags,
-                      fact_types=fact_types, as_of=as_of)
+    return await call(ctx, "memory_recall", query=query, bank_id=bank_id, banks=banks, strategy=strategy,
+                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of)
 
 
 @server.tool(description=TOOLS["memory_reflect"].description)
@@ -196,6 +197,73 @@ async def memory_merge(ctx: Context, traceIds: list[str], bank_id: str,  # noqa:
 async def memory_search(ctx: Context, query: str, bank_id: str, type: str | None = None, scope: str | None = None,
                         limit: int = 10) -> dict[str, Any]:
     return await call(ctx, "memory_search", query=query, bank_id=bank_id, type=type, scope=scope, limit=limit)
+
+
+@server.tool(description=TOOLS["memory_history"].description)
+async def memory_history(ctx: Context, query: str, bank_id: str, as_of: str, max_results: int = 10,
+                         tags: list[str] | None = None) -> dict[str, Any]:
+    return await call(ctx, "memory_history", query=query, bank_id=bank_id, as_of=as_of, max_results=max_results,
+                      tags=tags)
+
+
+@server.tool(description=TOOLS["memory_audit"].description)
+async def memory_audit(ctx: Context, scope: str, bank_id: str, max_memories: int = 50) -> dict[str, Any]:
+    return await call(ctx, "memory_audit", scope=scope, bank_id=bank_id, max_memories=max_memories)
+
+
+@server.tool(description=TOOLS["memory_compile"].description)
+async def memory_compile(ctx: Context, bank_id: str, scope: str | None = None) -> dict[str, Any]:
+    return await call(ctx, "memory_compile", bank_id=bank_id, scope=scope)
+
+
+@server.tool(description=TOOLS["memory_graph_search"].description)
+async def memory_graph_search(ctx: Context, query: str, bank_id: str, limit: int = 10) -> dict[str, Any]:
+    return await call(ctx, "memory_graph_search", query=query, bank_id=bank_id, limit=limit)
+
+
+@server.tool(description=TOOLS["memory_graph_neighbors"].description)
+async def memory_graph_neighbors(ctx: Context, entity_ids: list[str], bank_id: str, max_depth: int = 2,
+                                 limit: int = 20) -> dict[str, Any]:
+    return await call(ctx, "memory_graph_neighbors", entity_ids=entity_ids, bank_id=bank_id, max_depth=max_depth,
+                      limit=limit)
+
+
+@server.tool(description=TOOLS["memory_refresh_mental_model"].description)
+async def memory_refresh_mental_model(ctx: Context, model_id: str, new_source_ids: list[str], bank_id: str,
+                                      content: str | None = None) -> dict[str, Any]:
+    return await call(ctx, "memory_refresh_mental_model", model_id=model_id, new_source_ids=new_source_ids,
+                      bank_id=bank_id, content=content)
+
+
+@server.tool(description=BANKLESS["memory_banks"][1])
+async def memory_banks(ctx: Context) -> dict[str, Any]:
+    return await call(ctx, "memory_banks")
+
+
+@server.tool(description=BANKLESS["memory_health"][1])
+async def memory_health(ctx: Context) -> dict[str, Any]:
+    return await call(ctx, "memory_health")
+
+
+@server.tool(description=TOOLS["memory_lifecycle"].description)
+async def memory_lifecycle(ctx: Context, bank_id: str) -> dict[str, Any]:
+    return await call(ctx, "memory_lifecycle", bank_id=bank_id)
+
+
+@server.tool(description=TOOLS["memory_bank_health"].description)
+async def memory_bank_health(ctx: Context, bank_id: str) -> dict[str, Any]:
+    return await call(ctx, "memory_bank_health", bank_id=bank_id)
+
+
+@server.tool(description=TOOLS["memory_hold_set"].description)
+async def memory_hold_set(ctx: Context, bank_id: str, hold_id: str, reason: str,
+                          set_by: str | None = None) -> dict[str, Any]:
+    return await call(ctx, "memory_hold_set", bank_id=bank_id, hold_id=hold_id, reason=reason, set_by=set_by)
+
+
+@server.tool(description=TOOLS["memory_hold_release"].description)
+async def memory_hold_release(ctx: Context, bank_id: str, hold_id: str) -> dict[str, Any]:
+    return await call(ctx, "memory_hold_release", bank_id=bank_id, hold_id=hold_id)
 
 
 class RequireToken:

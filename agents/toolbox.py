@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agents import tools_gateway as gateway
 from agents.services.consolidate import agent_memory_reflect
 from agents.services.tools import (
     agent_memory_add,
@@ -70,6 +71,14 @@ def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
                               tags=a.get("tags"), fact_types=a.get("fact_types"),
                               as_of=_time(a, "as_of")))
     return render.recall_result(outcome)
+
+
+def _history(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    return gateway.history(bank, actor, a, _time(a, "as_of"))
+
+
+def _recall_filters(a: dict[str, Any]) -> RecallFilters:
+    return RecallFilters(tags=a.get("tags"), fact_types=a.get("fact_types"), as_of=_time(a, "as_of"))
 
 
 def _reflect(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
@@ -200,16 +209,44 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",)),
          "AgentOS: merge two or more traces into one."),
     Tool("memory_search", "read", _search, "AgentOS: full-text search with type/scope filters."),
+    Tool("memory_history", "read", _history, "Recall as the bank was at a moment (as_of)."),
+    Tool("memory_audit", "read", gateway.audit, "Coverage score and gaps of a bank for a scope."),
+    Tool("memory_compile", "read", gateway.compile_bank, "Compile wiki pages per scope."),
+    Tool("memory_graph_search", "read", gateway.search_graph, "Search the bank's entities."),
+    Tool("memory_graph_neighbors", "read", gateway.graph_neighbours, "Memories linked to entities."),
+    Tool("memory_refresh_mental_model", "write", gateway.refresh_model,
+         "Add source ids (and optionally new content) to a mental model, as a new revision."),
+    Tool("memory_lifecycle", "admin", gateway.run_lifecycle, "Run the bank's lifecycle policy now."),
+    Tool("memory_bank_health", "admin", gateway.health_of_bank, "The bank's health from its real counts."),
+    Tool("memory_hold_set", "admin", gateway.set_hold, "Place a legal hold: forget is refused until released.",
+         create_bank=True),
+    Tool("memory_hold_release", "admin", gateway.release_hold, "Release a legal hold."),
 ]}
+
+# Tools about the caller or the server, not one bank.
+BANKLESS: dict[str, tuple[Callable[[Principal, dict[str, Any]], dict[str, Any]], str]] = {
+    "memory_banks": (gateway.list_banks, "The banks this token can see."),
+    "memory_health": (gateway.health, "Whether the server and its database are healthy."),
+}
 
 
 def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if name in BANKLESS:
+        if not isinstance(args, dict):
+            raise InvalidInput("arguments must be an object")
+        return BANKLESS[name][0](principal, args)
     tool = TOOLS.get(name)
     if tool is None:
         raise NotFound(f"unknown tool {name!r}")
     if not isinstance(args, dict):
         raise InvalidInput("arguments must be an object")
     check_storable(args)
+    if name == "memory_recall" and args.get("banks"):
+        if not isinstance(args["banks"], list) or not all(isinstance(b, str) for b in args["banks"]):
+            raise InvalidInput("must be a list of bank ids", field="banks")
+        ids = list(dict.fromkeys(([args["bank_id"]] if args.get("bank_id") else []) + args["banks"]))
+        banks = [bank_for(principal, bank_id, "read") for bank_id in ids]
+        return gateway.recall_banks(banks, args, _recall_filters(args))
     permission = tool.permission
     if name == "memory_reflect" and not args.get("query"):
         permission = "write"
@@ -218,4 +255,4 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
     return tool.run(bank, principal.label, args)
 
 
-__all__ = ["TOOLS", "Tool", "run_tool"]
+__all__ = ["BANKLESS", "TOOLS", "Tool", "run_tool"]

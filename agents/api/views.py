@@ -8,7 +8,7 @@ from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.toolbox import TOOLS, run_tool
+from agents.toolbox import BANKLESS, TOOLS, run_tool
 from banks.api.base import BankApiView, ok
 from banks.api.wire import WireModel
 from memoryhub.errors import InvalidInput, NotFound
@@ -16,8 +16,8 @@ from memoryhub.errors import InvalidInput, NotFound
 
 class ToolApi(BankApiView):
     def post(self, request: Request, name: str) -> Response:
-        if name not in TOOLS:
-            raise NotFound(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOLS))}")
+        if name not in TOOLS and name not in BANKLESS:
+            raise NotFound(f"unknown tool {name!r}; tools: {', '.join(sorted([*TOOLS, *BANKLESS]))}")
         if not isinstance(request.data, dict):
             raise InvalidInput("the request body must be a JSON object")
         return ok(run_tool(self.principal(request), name, dict(request.data)))
@@ -26,7 +26,9 @@ class ToolApi(BankApiView):
 class ToolListApi(BankApiView):
     def get(self, request: Request) -> Response:
         return ok({"tools": [{"name": t.name, "permission": t.permission, "description": t.description}
-                             for t in TOOLS.values()]})
+                             for t in TOOLS.values()]
+                   + [{"name": name, "permission": None, "description": description}
+                      for name, (_, description) in BANKLESS.items()]})
 
 
 class IngestTurnRequest(WireModel):

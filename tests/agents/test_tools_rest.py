@@ -125,6 +125,11 @@ ARGS = {
     "memory_delete_mental_model": {"model_id": "x"}, "memory_add": {"content": "abc"},
     "memory_update": {"traceId": "x"}, "memory_delete": {"traceId": "x"},
     "memory_merge": {"traceIds": ["a", "b"]}, "memory_search": {"query": "x"},
+    "memory_history": {"query": "x", "as_of": "2030-01-01"}, "memory_audit": {"scope": "x"},
+    "memory_compile": {}, "memory_graph_search": {"query": "x"}, "memory_graph_neighbors": {"entity_ids": ["x"]},
+    "memory_refresh_mental_model": {"model_id": "x", "new_source_ids": ["a"]}, "memory_lifecycle": {},
+    "memory_bank_health": {}, "memory_hold_set": {"hold_id": "h", "reason": "r"},
+    "memory_hold_release": {"hold_id": "h"},
 }
 
 
@@ -152,7 +157,15 @@ def test_reflect_without_a_query_is_a_write(bank, make_token):
     assert writer.post("/v1/agent/memory_reflect", B).status_code == 200
 
 
+def test_bankless_tools_over_rest(api, make_bank):
+    make_bank("user-bob")
+    assert ApiClient().post("/v1/agent/memory_banks", {}).status_code == 401
+    assert api.post("/v1/agent/memory_banks", {}).json() == {"banks": ["user-alice"]}
+    assert api.post("/v1/agent/memory_health", {}).json()["healthy"] is True
+
+
 def test_tool_list(api):
     names = {t["name"] for t in api.get("/v1/agent/tools").json()["tools"]}
+    assert {"memory_banks", "memory_health", "memory_hold_set", "memory_lifecycle"} <= names
     assert {"memory_add", "memory_update", "memory_delete", "memory_merge", "memory_search", "memory_reflect",
             "memory_create_directive", "memory_list_observations"} <= names
