@@ -166,6 +166,8 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
 # Request body cap, checked before parsing (Astrocyte's gateway default: 10 MiB).
+# The changes feed holds back changes younger than this, so none is skipped by a later commit.
+MEMORYHUB_CHANGES_SETTLE_SECONDS = env_float("MEMORYHUB_CHANGES_SETTLE_SECONDS", 5.0)
 MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
 

@@ -78,6 +78,17 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
 }
 
 
+def _sync_operations() -> None:
+    from banks.api import views_sync as sync
+
+    OPERATIONS.update({
+        ("SyncPushApi", "post"): (sync.SyncPushRequest, None, "write",
+                                  "Push up to 100 client-id records: stored, unchanged, duplicate or rejected"),
+        ("ChangesApi", "get"): (None, sync.ChangesQuery, "read",
+                                "Creates, updates and tombstones after an opaque cursor"),
+    })
+
+
 
 def _portability_operations() -> None:
     from portability.api import views as portability
@@ -158,6 +169,7 @@ class PydanticAutoSchema(AutoSchema):
         key = (type(self.view).__name__, method.lower())
         if key not in OPERATIONS:
             _portability_operations()
+            _sync_operations()
         if key not in OPERATIONS:
             return operation
         body, query, permission, summary = OPERATIONS[key]

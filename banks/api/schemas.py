@@ -86,5 +86,5 @@ class ForgetRequest(WireModel):
     compliance: bool = False
     reason: str | None = None
     archive: bool = False
-    # Astrocyte Oct-2026: erase purges content for good; same as a compliance forget here.
+    # Astrocyte Oct-2026: erase purges the named memories' content, keeping their tombstones.
     erase: bool = False

@@ -1,6 +1,14 @@
 from django.urls import path
 
-from banks.api import views_admin, views_banks, views_core, views_live, views_models, views_reflect
+from banks.api import (
+    views_admin,
+    views_banks,
+    views_core,
+    views_live,
+    views_models,
+    views_reflect,
+    views_sync,
+)
 
 app_name = "v1"
 
@@ -48,4 +56,6 @@ urlpatterns = [
     path("admin/lifecycle", views_admin.LifecycleRunApi.as_view(), name="admin-lifecycle"),
     path("banks", views_banks.BanksApi.as_view(), name="banks"),
     path("banks/<str:bank_id>", views_banks.BankApi.as_view(), name="bank"),
+    path("banks/<str:bank_id>/sync/push", views_sync.SyncPushApi.as_view(), name="bank-sync-push"),
+    path("banks/<str:bank_id>/changes", views_sync.ChangesApi.as_view(), name="bank-changes"),
 ]

@@ -76,8 +76,8 @@ class ForgetApi(BankApiView):
         bank = self.bank(request, body.bank_id, "admin" if needs_admin else "forget")
         outcome = memory_forget(
             bank=bank, actor=self.actor(request), memory_ids=body.memory_ids, tags=body.tags, scope=body.scope,
-            before_date=body.before_date, archive=body.archive, compliance=body.compliance or body.erase,
-            reason=body.reason or ("erase requested" if body.erase and not body.reason else ""),
+            before_date=body.before_date, archive=body.archive, compliance=body.compliance, erase=body.erase,
+            reason=body.reason or "",
         )
         return ok(render.forget_result(outcome))
 

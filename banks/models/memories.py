@@ -75,6 +75,8 @@ class Memory(EmbeddedText):
             GinIndex(fields=["search_vector"], name="memory_search_gin"),
             models.Index(fields=["bank", "-retained_at", "-id"], name="memory_bank_retained"),
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
+            # The changes feed reads a bank in (updated_at, id) order.
+            models.Index(fields=["bank", "updated_at", "id"], name="memory_bank_changed"),
         ]
 
     def __str__(self) -> str:

@@ -6,7 +6,9 @@
   the same), but nothing else does.
 * compliance: the rows are removed for good; only the audit event remains,
   and it holds no text of what was deleted. It overrides legal holds and names them.
-* A bank under legal hold refuses delete (409); archive stays allowed.
+* erase (``memory_ids`` only): text, embedding, metadata and entity links are purged and the row
+  stays as a tombstone, so a client following the changes feed learns of it.
+* A bank under legal hold refuses delete and erase (409); archive stays allowed.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from banks.models import Bank, Memory, ObservationEvidence
+from banks.models import Bank, Memory, MemoryEntity, ObservationEvidence
 from banks.selectors.holds import active_hold_ids
 from banks.services.audit import audit_record
 from banks.services.holds import ensure_not_held
@@ -63,21 +65,35 @@ def memory_forget(
     before_date: datetime | None = None,
     archive: bool = False,
     compliance: bool = False,
+    erase: bool = False,
     reason: str = "",
 ) -> ForgetOutcome:
     if compliance and not (reason or "").strip():
         raise InvalidInput("a compliance forget must give a reason", field="reason")
     if compliance and archive:
         raise InvalidInput("a compliance forget erases for good; it cannot archive", field="archive")
+    if erase and (archive or not memory_ids):
+        raise InvalidInput("erase purges named memories: give memory_ids, without archive", field="erase")
     selection = forget_selection(bank=bank, memory_ids=memory_ids, tags=tags, scope=scope, before_date=before_date)
     # A hold blocks deleting, not archiving (nothing is lost); a compliance erase overrides it.
     overridden_holds = active_hold_ids(bank) if compliance else []
+    if erase and not compliance:
+        ensure_not_held(bank)
     if not compliance and not archive:
         ensure_not_held(bank)
     now = timezone.now()
     outcome = ForgetOutcome()
     with transaction.atomic():
-        if compliance:
+        if erase and not compliance:
+            # Purge text, embedding and everything derived, keeping a tombstone for the changes feed.
+            ids = list(selection.values_list("memory_id", flat=True))
+            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
+            MemoryEntity.objects.filter(memory__bank=bank, memory__memory_id__in=ids).delete()
+            Memory.objects.filter(bank=bank, memory_id__in=ids).update(
+                text="", embedding=None, metadata={}, tags=[], source=None, content_hash="", pii=False,
+                forgotten_at=Coalesce("forgotten_at", Value(now)), updated_at=now)
+            outcome.deleted_count = len(ids)
+        elif compliance:
             # Erase every matching row, also archived and tombstoned ones.
             ids = list(selection.values_list("memory_id", flat=True))
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
@@ -97,9 +113,9 @@ def memory_forget(
             Memory.objects.filter(bank=bank, memory_id__in=ids).update(forgotten_at=now, updated_at=now)
             outcome.deleted_count = len(ids)
         outcome.memory_ids = ids
-        action = "memory.erase" if compliance else ("memory.archive" if archive else "memory.forget")
+        action = "memory.erase" if compliance or erase else ("memory.archive" if archive else "memory.forget")
         audit_record(
-            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=compliance,
+            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=compliance or erase,
             details={
                 "criteria": {
                     "memory_ids": (memory_ids or [])[:100], "tags": tags or [], "scope": scope,

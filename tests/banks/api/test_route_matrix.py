@@ -69,6 +69,8 @@ ROUTES = [
     ("get", f"/v1/admin/banks/{B}/lifecycle", {}, "admin"),
     ("put", f"/v1/admin/banks/{B}/lifecycle", {"delete_after_days": 365}, "admin"),
     ("post", "/v1/admin/lifecycle", {"bank_id": B}, "admin"),
+    ("post", f"/v1/banks/{B}/sync/push", {"records": [{"id": "rec-00001", "text": "Alice pushed this."}]}, "write"),
+    ("get", f"/v1/banks/{B}/changes", {"limit": 10}, "read"),
 ]
 
 
