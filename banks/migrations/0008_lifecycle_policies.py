@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('banks', '0006_legal_holds'),
+        ('banks', '0007_pin_bank_embedding_models'),
     ]
 
     operations = [

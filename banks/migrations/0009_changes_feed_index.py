@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('banks', '0007_lifecycle_policies'),
+        ('banks', '0008_lifecycle_policies'),
     ]
 
     operations = [
