@@ -41,9 +41,10 @@ class AdminBankView(BankApiView):
     def existing_bank(self, request: Request, bank_id: str) -> Bank | None:
         """The bank if it exists; a granted id that holds nothing yet is None, never a 404."""
         try:
-            return self.bank(request, bank_id, "admin")
+            bank = self.bank(request, bank_id, "admin", must_exist=True)
         except BankNotFound:
             return None
+        return bank
 
     def admin_banks(self, request: Request) -> list[Bank]:
         principal = self.principal(request)

@@ -35,7 +35,7 @@ class ChangesApi(BankApiView):
     def get(self, request: Request, bank_id: str) -> Response:
         query = self.query(request, ChangesQuery)
         try:
-            bank = self.bank(request, bank_id, "read")
+            bank = self.bank(request, bank_id, "read", must_exist=True)
         except BankNotFound:
             bank = None  # a granted bank nothing was written to yet has no changes
         page = changes_page(bank, bank_id=bank_id, cursor=query.cursor, limit=query.limit)
