@@ -178,3 +178,13 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ("kind", "state")
     search_fields = ("id", "bank__bank_id", "created_by")
     readonly_fields = ("created_at", "started_at", "finished_at", "heartbeat_at")
+
+
+@admin.register(models.WebhookSource)
+class WebhookSourceAdmin(admin.ModelAdmin):
+    """Sources that may push to /v1/ingest/webhook/<source_id>, each signing with its own secret."""
+
+    list_display = ("source_id", "bank", "enabled", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("source_id", "bank__bank_id")
+    autocomplete_fields = ("bank",)

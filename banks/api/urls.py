@@ -8,6 +8,7 @@ from banks.api import (
     views_models,
     views_reflect,
     views_sync,
+    views_webhook,
 )
 
 app_name = "v1"
@@ -54,6 +55,7 @@ urlpatterns = [
     path("admin/banks/<str:bank_id>/lifecycle", views_admin.LifecyclePolicyApi.as_view(),
          name="admin-bank-lifecycle"),
     path("admin/lifecycle", views_admin.LifecycleRunApi.as_view(), name="admin-lifecycle"),
+    path("ingest/webhook/<str:source_id>", views_webhook.WebhookIngestApi.as_view(), name="ingest-webhook"),
     path("banks", views_banks.BanksApi.as_view(), name="banks"),
     path("banks/<str:bank_id>", views_banks.BankApi.as_view(), name="bank"),
     path("banks/<str:bank_id>/sync/push", views_sync.SyncPushApi.as_view(), name="bank-sync-push"),

@@ -5,6 +5,7 @@ from banks.models.holds import LegalHold, LifecyclePolicy
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
+from banks.models.webhooks import WebhookDelivery, WebhookSource
 
 __all__ = [
     "ApiToken",
@@ -25,5 +26,7 @@ __all__ = [
     "MentalModelRevision",
     "Observation",
     "ObservationEvidence",
+    "WebhookDelivery",
+    "WebhookSource",
     "WikiPage",
 ]

@@ -1,0 +1,37 @@
+"""Webhook sources: who may post memories to /v1/ingest/webhook/<source_id>, into which bank."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from banks.models.banks import Bank
+
+
+class WebhookSource(models.Model):
+    source_id = models.SlugField(max_length=64, unique=True)
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="webhook_sources")
+    # The shared HMAC key; it must be readable to verify signatures, so only administrators see it.
+    secret = models.CharField(max_length=200)
+    enabled = models.BooleanField(default=True)
+    tags = models.JSONField(default=list, blank=True, help_text="tags added to every memory from this source")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["source_id"]
+
+    def __str__(self) -> str:
+        return f"webhook {self.source_id} -> {self.bank_id}"
+
+
+class WebhookDelivery(models.Model):
+    """A signature already accepted: the same signed request is refused if it comes again."""
+
+    source = models.ForeignKey(WebhookSource, on_delete=models.CASCADE, related_name="deliveries")
+    signature = models.CharField(max_length=128)
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "signature"], name="webhook_delivery_once")]
+
+    def __str__(self) -> str:
+        return f"delivery to {self.source_id} at {self.received_at}"

@@ -1,0 +1,84 @@
+"""Webhook ingest: per-source HMAC secrets, replay protection, Astrocyte's response fields."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.test import Client
+
+from banks.live.webhooks import BadSignature, sign, verify
+from banks.models import Memory, WebhookSource
+
+pytestmark = pytest.mark.django_db
+
+URL = "/v1/ingest/webhook/crm"
+SECRET = "s3cret-crm"
+
+
+@pytest.fixture
+def source(bank):
+    return WebhookSource.objects.create(source_id="crm", bank=bank, secret=SECRET, tags=["crm"])
+
+
+def _post(body: bytes, *, secret=SECRET, timestamp=None, signature=None, content_type="application/json",
+          url=URL):
+    stamp = str(int(time.time())) if timestamp is None else timestamp
+    headers = {"HTTP_X_WEBHOOK_TIMESTAMP": stamp,
+               "HTTP_X_WEBHOOK_SIGNATURE": signature or sign(secret, stamp, body)}
+    return Client().post(url, body, content_type=content_type, **headers)
+
+
+def test_a_signed_push_is_retained_with_astrocyte_fields(source):
+    body = json.dumps({"content": "Acme renewed its contract for 2027.", "tags": ["renewal"]}).encode()
+    answer = _post(body)
+    assert answer.status_code == 200, answer.content
+    data = answer.json()
+    assert set(data) >= {"ok", "error", "stored", "memory_id", "deduplicated", "retain_error"}
+    assert data["ok"] is True and data["stored"] is True
+    memory = Memory.objects.get(memory_id=data["memory_id"])
+    assert memory.bank == source.bank and memory.tags == ["crm", "renewal"] and memory.source == "webhook:crm"
+    text = _post(b"Acme asked for a discount.", content_type="text/plain")
+    assert text.json()["stored"] is True
+
+
+def test_replays_and_bad_signatures_are_refused(source):
+    body = json.dumps({"text": "Acme opened a ticket."}).encode()
+    stamp = str(int(time.time()))
+    first = _post(body, timestamp=stamp)
+    assert first.status_code == 200
+    again = _post(body, timestamp=stamp)
+    assert again.status_code == 409 and again.json()["ok"] is False and "replay" in again.json()["detail"]
+    stale = _post(body, timestamp=str(int(time.time()) - 3600))
+    assert stale.status_code == 401 and "window" in stale.json()["detail"]
+    forged = _post(body, secret="wrong")
+    assert forged.status_code == 401 and forged.json()["detail"] == "signature does not match"
+    unsigned = Client().post(URL, body, content_type="application/json")
+    assert unsigned.status_code == 401
+    assert Memory.objects.filter(bank=source.bank).count() == 1
+
+
+def test_unknown_or_disabled_source_is_404_and_bad_bodies_400(source):
+    missing = _post(b"{}", url="/v1/ingest/webhook/nope")
+    assert missing.status_code == 404 and missing.json()["detail"] == "unknown source"
+    source.enabled = False
+    source.save()
+    assert _post(b'{"content": "x"}').status_code == 404
+    source.enabled = True
+    source.save()
+    assert _post(b"[1, 2]").status_code == 400
+    assert _post(b"{not json").status_code == 400
+    empty = _post(b'{"content": ""}')
+    assert empty.status_code == 400 and empty.json()["ok"] is False
+
+
+def test_signature_rules_without_a_database():
+    body = b'{"content": "x"}'
+    good = sign("k", "1000", body)
+    assert verify("k", timestamp="1000", signature=good, body=body, now=1100) == good
+    for kwargs in ({"timestamp": None}, {"timestamp": "soon"}, {"timestamp": "1000", "now": 2000},
+                   {"signature": "sha256=00"}):
+        args = {"timestamp": "1000", "signature": good, "body": body, "now": 1100, **kwargs}
+        with pytest.raises(BadSignature):
+            verify("k", **args)
