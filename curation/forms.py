@@ -210,3 +210,54 @@ class ReflectForm(CurationForm):
     q = forms.CharField(label="Ask the bank", max_length=2000,
                         widget=forms.TextInput(attrs={"type": "search", "placeholder": "What does the user prefer?"}))
     tags = TagsField(required=False, label="Only memories with tags")
+
+
+class BankCreateForm(CurationForm):
+    id_prefix = "new-bank"
+    bank_id = forms.RegexField(label="Bank id", regex=r"^[a-zA-Z0-9][a-zA-Z0-9._:@-]{0,254}$", max_length=255,
+                               error_messages={"invalid": "Use 1-255 letters, digits and . _ : @ -, starting with a "
+                                                          "letter or digit."},
+                               widget=forms.TextInput(attrs={"placeholder": "user-alice"}))
+    name = forms.CharField(label="Name", required=False, max_length=200)
+    description = forms.CharField(label="Description", required=False, max_length=2000)
+
+
+class BankSettingsForm(CurationForm):
+    id_prefix = "s"
+    name = forms.CharField(label="Name", required=False, max_length=200)
+    description = forms.CharField(label="Description", required=False, max_length=2000)
+    dedup_threshold = forms.FloatField(label="Near-duplicate threshold", min_value=0.5, max_value=1.0,
+                                       widget=forms.NumberInput(attrs={"step": "0.01"}))
+
+
+class ModelCreateForm(CurationForm):
+    id_prefix = "mm"
+    model_id = forms.CharField(label="Id", max_length=255, widget=forms.TextInput(attrs={"placeholder": "preferences-v1"}))
+    title = forms.CharField(label="Title", max_length=500)
+    scope = forms.CharField(label="Scope", max_length=255, initial="bank", required=False)
+    content = forms.CharField(label="Content (markdown; headings become sections)", required=False,
+                              widget=forms.Textarea, initial="## Summary\n\n")
+    source_ids = IdsField(label="Source memory ids", required=False)
+
+
+class DirectiveForm(CurationForm):
+    id_prefix = "new"
+    rule_text = forms.CharField(label="Rule", widget=forms.Textarea(attrs={"rows": 3}), max_length=10000)
+    scope = forms.CharField(label="Scope (bank, or tag:<name>)", max_length=255, initial="bank", required=False)
+    priority = forms.IntegerField(label="Priority", initial=0, min_value=-1000, max_value=1000, required=False)
+
+    def clean_priority(self) -> int:
+        return self.cleaned_data.get("priority") or 0
+
+
+class ObservationCreateForm(CurationForm):
+    id_prefix = "no"
+    text = forms.CharField(label="Text", max_length=10000)
+    source_ids = IdsField(label="Evidence memory ids", required=False)
+    scope = forms.CharField(label="Scope", max_length=255, initial="bank", required=False)
+    confidence = forms.FloatField(label="Confidence (0.5 to 1)", min_value=0.5, max_value=1.0, initial=0.9,
+                                  required=False, widget=forms.NumberInput(attrs={"step": "0.01"}))
+
+    def clean_confidence(self) -> float:
+        value = self.cleaned_data.get("confidence")
+        return 0.9 if value is None else value

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from banks.live.structured_doc import load_document, parse_markdown
-from banks.models import MentalModel
+from banks.models import Bank, MentalModel
 from banks.selectors.live_layers import _rule_text
 from banks.selectors.mental_models import mental_model_list, revision_diff, revision_list
 from banks.selectors.observations import observation_list
@@ -31,6 +31,7 @@ from banks.services.observations import (
 )
 from curation.access import actor, operator, operator_bank
 from curation.charts import evidence_strip
+from curation.forms import DirectiveForm, ModelCreateForm, ObservationCreateForm
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 
@@ -41,27 +42,37 @@ def _ids(raw: str) -> list[str]:
     return [i.strip() for i in raw.replace("\n", ",").split(",") if i.strip()]
 
 
-@login_required
-def models(request: HttpRequest, bank_id: str) -> HttpResponse:
-    bank = operator_bank(request, bank_id)
+def _models_page(request: HttpRequest, bank: Bank, form: ModelCreateForm | None = None,
+                 status: int = 200) -> HttpResponse:
     rows = mental_model_list(bank=bank, kind="general")
     return render(request, "curation/models.html", {"bank": bank, "models": rows[:500], "tab": "models",
-                                                    "can_write": operator(request).can(bank_id, "write")})
+                                                    "form": form or ModelCreateForm(),
+                                                    "can_write": operator(request).can(bank.bank_id, "write")},
+                  status=status)
+
+
+@login_required
+def models(request: HttpRequest, bank_id: str) -> HttpResponse:
+    return _models_page(request, operator_bank(request, bank_id))
 
 
 @login_required
 @require_POST
 def model_new(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
-    try:
-        model = mental_model_create(bank=bank, model_id=request.POST.get("model_id", "").strip(),
-                                    title=request.POST.get("title", ""), content=request.POST.get("content", ""),
-                                    scope=request.POST.get("scope", "").strip() or "bank", actor=actor(request),
-                                    source_ids=_ids(request.POST.get("source_ids", "")))
-    except MemoryHubError as exc:
-        messages.error(request, exc.message)
-        return redirect("curation:models", bank_id=bank.bank_id)
-    return redirect("curation:model", bank_id=bank.bank_id, model_id=model.model_id)
+    form = ModelCreateForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            model = mental_model_create(bank=bank, model_id=data["model_id"].strip(), title=data["title"],
+                                        content=data["content"], scope=data["scope"].strip() or "bank",
+                                        actor=actor(request), source_ids=data["source_ids"])
+        except MemoryHubError as exc:
+            form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
+                           exc.message)
+        else:
+            return redirect("curation:model", bank_id=bank.bank_id, model_id=model.model_id)
+    return _models_page(request, bank, form, status=422)
 
 
 @login_required
@@ -158,14 +169,20 @@ def model_action(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespo
     return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
 
 
-@login_required
-def directives(request: HttpRequest, bank_id: str) -> HttpResponse:
-    bank = operator_bank(request, bank_id)
+def _directives_page(request: HttpRequest, bank: Bank, form: DirectiveForm | None = None,
+                     status: int = 200) -> HttpResponse:
     rows = [{"model": d, "rule": _rule_text(d)}
             for d in MentalModel.objects.filter(bank=bank, kind=DIRECTIVE, deleted_at__isnull=True)
             .order_by("-is_active", "-priority", "created_at")[:500]]
     return render(request, "curation/directives.html", {"bank": bank, "rows": rows, "tab": "directives",
-                                                        "can_write": operator(request).can(bank_id, "write")})
+                                                        "form": form or DirectiveForm(),
+                                                        "can_write": operator(request).can(bank.bank_id, "write")},
+                  status=status)
+
+
+@login_required
+def directives(request: HttpRequest, bank_id: str) -> HttpResponse:
+    return _directives_page(request, operator_bank(request, bank_id))
 
 
 @login_required
@@ -174,8 +191,8 @@ def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
     directive_id = request.POST.get("directive_id", "").strip()
     try:
-        priority = int(request.POST.get("priority") or 0)
         if directive_id and request.POST.get("action") in {"activate", "deactivate", "update"}:
+            priority = int(request.POST.get("priority") or 0)
             directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
             action = request.POST["action"]
             directive_update(directive=directive, actor=actor(request),
@@ -187,8 +204,12 @@ def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
             directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
             mental_model_delete(model=directive, actor=actor(request))
         else:
-            directive_create(bank=bank, rule_text=request.POST.get("rule_text", ""), actor=actor(request),
-                             scope=request.POST.get("scope", "").strip() or "bank", priority=priority)
+            form = DirectiveForm(request.POST)
+            if not form.is_valid():
+                return _directives_page(request, bank, form, status=422)
+            directive_create(bank=bank, rule_text=form.cleaned_data["rule_text"], actor=actor(request),
+                             scope=form.cleaned_data["scope"].strip() or "bank",
+                             priority=form.cleaned_data["priority"])
         messages.success(request, "Directives updated.")
     except (MemoryHubError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", "Priority must be a whole number."))
@@ -197,7 +218,12 @@ def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
 
 @login_required
 def observations(request: HttpRequest, bank_id: str) -> HttpResponse:
-    bank = operator_bank(request, bank_id)
+    return _observations_page(request, operator_bank(request, bank_id))
+
+
+def _observations_page(request: HttpRequest, bank: Bank, form: ObservationCreateForm | None = None,
+                       status: int = 200) -> HttpResponse:
+    bank_id = bank.bank_id
     trend = request.GET.get("trend") or None
     views = observation_list(bank=bank, trend=trend, scope=request.GET.get("scope") or None, limit=200,
                              include_invalidated=request.GET.get("invalidated") == "1",
@@ -207,7 +233,8 @@ def observations(request: HttpRequest, bank_id: str) -> HttpResponse:
                   {"bank": bank, "rows": rows, "trend": trend or "", "tab": "observations",
                    "trends": ["new", "strengthening", "stable", "weakening", "stale"],
                    "can_write": operator(request).can(bank_id, "write"),
-                   "can_forget": operator(request).can(bank_id, "forget")})
+                   "can_forget": operator(request).can(bank_id, "forget"), "form": form or ObservationCreateForm()},
+                  status=status)
 
 
 @login_required
@@ -217,10 +244,13 @@ def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "forget" if action == "delete" else "write")
     try:
         if action == "create":
-            observation_create(bank=bank, text=request.POST.get("text", ""), actor=actor(request),
-                               source_ids=_ids(request.POST.get("source_ids", "")),
-                               scope=request.POST.get("scope", "").strip() or None,
-                               confidence=float(request.POST.get("confidence") or 0.9))
+            form = ObservationCreateForm(request.POST)
+            if not form.is_valid():
+                return _observations_page(request, bank, form, status=422)
+            observation_create(bank=bank, text=form.cleaned_data["text"], actor=actor(request),
+                               source_ids=form.cleaned_data["source_ids"],
+                               scope=form.cleaned_data["scope"].strip() or None,
+                               confidence=form.cleaned_data["confidence"])
         else:
             row = observation_get(bank=bank, observation_id=request.POST.get("observation_id", ""))
             if action == "delete":

@@ -147,3 +147,27 @@ def test_dark_mode_and_a_375px_phone(browser, live_server, admin, vault):
         assert not axe_violations(page)
     finally:
         context.close()
+
+
+def test_axe_check_can_fail_and_keyboard_shortcuts_work(page, admin, vault):
+    login(page)
+    page.goto("/banks/vault/memories/")
+    # The accessibility check is real: an unlabelled input is reported.
+    page.evaluate("() => document.querySelector('main').insertAdjacentHTML('beforeend', '<input id=\"bare\">')")
+    assert any(v.startswith("label") for v in axe_violations(page))
+    page.reload()
+    page.keyboard.press("/")
+    assert page.evaluate("() => document.activeElement.id") == "f-q"
+    page.keyboard.press("Escape")
+    page.locator("h1").click()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    assert page.locator("tr.row-current").count() == 1
+    first_two = page.locator("tbody tr[data-row]").nth(1)
+    assert "row-current" in (first_two.get_attribute("class") or "")
+    page.keyboard.press("e")
+    page.wait_for_selector("tbody textarea")
+    page.keyboard.press("Escape")
+    page.locator("h1").click()
+    page.keyboard.press("?")
+    assert page.locator("#shortcuts").is_visible()

@@ -332,3 +332,17 @@ def test_bank_delete_needs_the_typed_id_and_the_admin_role(admin_client, operato
     assert done.status_code == 302
     assert not Memory.objects.filter(bank__bank_id="user-alice").exists()
     assert AuditEvent.objects.filter(action="bank.delete", reason="cleanup").exists()
+
+
+@pytest.mark.parametrize(("url", "post", "kept", "error"), [
+    ("/banks/user-alice/models/new", {"model_id": "", "title": "A typed title", "content": "## Kept"},
+     "A typed title", "This field is required."),
+    ("/banks/user-alice/directives/save", {"rule_text": "A typed rule", "priority": "high"},
+     "A typed rule", "Enter a whole number."),
+    ("/banks/user-alice/observations/save", {"action": "create", "text": "A typed observation",
+                                             "confidence": "2"}, "A typed observation", "less than or equal to 1"),
+])
+def test_create_forms_keep_what_was_typed_on_an_error(admin_client, bank, url, post, kept, error):
+    response = admin_client.post(url, post)
+    page = response.content.decode()
+    assert response.status_code == 422 and kept in page and error in page
