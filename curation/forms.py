@@ -261,3 +261,89 @@ class ObservationCreateForm(CurationForm):
     def clean_confidence(self) -> float:
         value = self.cleaned_data.get("confidence")
         return 0.9 if value is None else value
+
+
+MODEL_OPS = ("replace_block", "append_block", "remove_block", "add_section", "rename_section", "remove_section")
+BLOCK_TYPES = ("paragraph", "bullet_list", "ordered_list", "code")
+
+
+class ModelEditForm(CurationForm):
+    """One block or section edit of a mental model, sent to the service as a delta operation."""
+
+    id_prefix = "mdl"
+    op = forms.ChoiceField(choices=[(o, o) for o in MODEL_OPS])
+    section_id = forms.CharField(required=False, max_length=255)
+    block_type = forms.ChoiceField(choices=[(b, b) for b in BLOCK_TYPES], required=False)
+    text = forms.CharField(required=False, strip=False, max_length=100_000)
+    index = forms.IntegerField(required=False, min_value=0)
+    heading = forms.CharField(required=False, max_length=500)
+    revision = forms.IntegerField(required=False, min_value=0)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        op = data.get("op")
+        if op in {"add_section", "rename_section"} and not (data.get("heading") or "").strip():
+            self.add_error("heading", "A section needs a heading.")
+        if op in {"replace_block", "append_block"} and not (data.get("text") or "").strip():
+            self.add_error("text", "A block needs some text; remove the block instead.")
+        if op and op != "add_section" and not data.get("section_id"):
+            self.add_error("section_id", "Which section?")
+        return data
+
+
+class ModelActionForm(CurationForm):
+    id_prefix = "mda"
+    action = forms.ChoiceField(choices=[("revert", "revert"), ("refresh", "refresh"), ("delete", "delete")])
+    to = forms.IntegerField(required=False, min_value=1)
+    content = forms.CharField(required=False, max_length=200_000)
+    source_ids = IdsField(required=False)
+    reason = forms.CharField(required=False, max_length=2000)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("action") == "revert" and not data.get("to"):
+            self.add_error("to", "Choose the revision to go back to.")
+        return data
+
+
+class DirectiveChangeForm(CurationForm):
+    id_prefix = "dch"
+    directive_id = forms.CharField(max_length=255)
+    action = forms.ChoiceField(choices=[(a, a) for a in ("activate", "deactivate", "update", "delete")])
+    rule_text = forms.CharField(required=False, max_length=10000)
+    scope = forms.CharField(required=False, max_length=255)
+    priority = forms.IntegerField(required=False, min_value=-1000, max_value=1000, label="Priority")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("action") == "update" and not (data.get("rule_text") or "").strip():
+            self.add_error("rule_text", "A directive needs its rule.")
+        return data
+
+
+class ObservationChangeForm(CurationForm):
+    id_prefix = "och"
+    observation_id = forms.CharField(max_length=64)
+    action = forms.ChoiceField(choices=[(a, a) for a in ("update", "invalidate", "delete")])
+    text = forms.CharField(required=False, max_length=10000)
+    attach = IdsField(required=False, label="Attach memory ids")
+    detach = IdsField(required=False, label="Detach memory ids")
+
+
+class GraphLinkForm(CurationForm):
+    id_prefix = "gl"
+    action = forms.ChoiceField(choices=[("link", "link"), ("unlink", "unlink")], required=False)
+    entity_a = forms.CharField(max_length=255)
+    entity_b = forms.CharField(required=False, max_length=255)
+    link_type = forms.CharField(required=False, max_length=64)
+    link_id = forms.IntegerField(required=False, min_value=1)
+    evidence = forms.CharField(required=False, max_length=2000)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["action"] = data.get("action") or "link"
+        if data["action"] == "unlink" and not data.get("link_id"):
+            self.add_error("link_id", "Which link?")
+        if data["action"] == "link" and not (data.get("entity_b") and data.get("link_type")):
+            self.add_error("entity_b", "Choose the other entity and the kind of link.")
+        return data

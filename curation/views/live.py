@@ -31,15 +31,19 @@ from banks.services.observations import (
 )
 from curation.access import actor, operator, operator_bank
 from curation.charts import evidence_strip
-from curation.forms import DirectiveForm, ModelCreateForm, ObservationCreateForm
+from curation.forms import (
+    DirectiveChangeForm,
+    DirectiveForm,
+    ModelActionForm,
+    ModelCreateForm,
+    ModelEditForm,
+    ObservationChangeForm,
+    ObservationCreateForm,
+)
 from curation.htmx import htmx_template
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import MemoryHubError, NotFound
 
 DIRECTIVE = MentalModel.Kind.DIRECTIVE
-
-
-def _ids(raw: str) -> list[str]:
-    return [i.strip() for i in raw.replace("\n", ",").split(",") if i.strip()]
 
 
 def _models_page(request: HttpRequest, bank: Bank, form: ModelCreateForm | None = None,
@@ -109,33 +113,25 @@ def model_edit(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespons
     """Every edit is sent as delta operations, so only the touched block changes."""
     bank = operator_bank(request, bank_id, "write")
     model = mental_model_get(bank=bank, model_id=model_id)
-    op = request.POST.get("op", "")
-    section = request.POST.get("section_id", "")
-    kind = request.POST.get("block_type", "paragraph")
-    text = request.POST.get("text", "")
-    index = request.POST.get("index", "")
-    operation: dict
-    if op == "replace_block":
-        operation = {"op": op, "section_id": section, "index": int(index or 0), "block": _block(kind, text)}
-    elif op == "append_block":
-        operation = {"op": op, "section_id": section, "block": _block(kind, text)}
-    elif op == "remove_block":
-        operation = {"op": op, "section_id": section, "index": int(index or 0)}
-    elif op == "add_section":
-        operation = {"op": op, "heading": request.POST.get("heading", "").strip()}
-        if section:
-            operation["after_section_id"] = section
-    elif op == "rename_section":
-        operation = {"op": op, "section_id": section, "new_heading": request.POST.get("heading", "").strip()}
-    elif op == "remove_section":
-        operation = {"op": op, "section_id": section}
-    else:
-        messages.error(request, "Unknown edit.")
+    form = ModelEditForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing saved: {form.error_summary()}")
         return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
-    expected = request.POST.get("revision", "")
+    data = form.cleaned_data
+    op, section, index = data["op"], data["section_id"], data["index"] or 0
+    block = _block(data["block_type"] or "paragraph", data["text"])
+    operation: dict = {
+        "replace_block": {"op": op, "section_id": section, "index": index, "block": block},
+        "append_block": {"op": op, "section_id": section, "block": block},
+        "remove_block": {"op": op, "section_id": section, "index": index},
+        "add_section": {"op": op, "heading": data["heading"].strip(),
+                        **({"after_section_id": section} if section else {})},
+        "rename_section": {"op": op, "section_id": section, "new_heading": data["heading"].strip()},
+        "remove_section": {"op": op, "section_id": section},
+    }[op]
     try:
         model, result = mental_model_apply_delta(model=model, operations=[operation], actor=actor(request),
-                                                 expected_revision=int(expected) if expected.isdigit() else None)
+                                                 expected_revision=data["revision"])
         if result.changed:
             messages.success(request, f"Saved as revision {model.revision}.")
         else:
@@ -151,21 +147,25 @@ def model_action(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespo
     action = request.POST.get("action", "")
     bank = operator_bank(request, bank_id, "forget" if action == "delete" else "write")
     model = mental_model_get(bank=bank, model_id=model_id)
+    form = ModelActionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing done: {form.error_summary()}")
+        return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
+    data = form.cleaned_data
     try:
         if action == "revert":
-            model = mental_model_revert(model=model, to_revision=int(request.POST.get("to", "0") or 0),
-                                        actor=actor(request))
+            model = mental_model_revert(model=model, to_revision=data["to"], actor=actor(request))
             messages.success(request, f"Reverted; now at revision {model.revision}.")
         elif action == "refresh":
-            mental_model_refresh(model=model, actor=actor(request), content=request.POST.get("content"),
-                                 add_source_ids=_ids(request.POST.get("source_ids", "")))
+            mental_model_refresh(model=model, actor=actor(request), content=data["content"] or None,
+                                 add_source_ids=data["source_ids"])
             messages.success(request, "Refreshed.")
-        elif action == "delete":
-            mental_model_delete(model=model, actor=actor(request), reason=request.POST.get("reason", ""))
+        else:
+            mental_model_delete(model=model, actor=actor(request), reason=data["reason"])
             messages.success(request, f"Deleted {model.model_id}.")
             return redirect("curation:models", bank_id=bank.bank_id)
-    except (MemoryHubError, ValueError) as exc:
-        messages.error(request, getattr(exc, "message", str(exc)))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
     return redirect("curation:model", bank_id=bank.bank_id, model_id=model_id)
 
 
@@ -189,20 +189,23 @@ def directives(request: HttpRequest, bank_id: str) -> HttpResponse:
 @require_POST
 def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
-    directive_id = request.POST.get("directive_id", "").strip()
     try:
-        if directive_id and request.POST.get("action") in {"activate", "deactivate", "update"}:
-            priority = int(request.POST.get("priority") or 0)
-            directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
-            action = request.POST["action"]
-            directive_update(directive=directive, actor=actor(request),
-                             rule_text=request.POST.get("rule_text") if action == "update" else None,
-                             scope=request.POST.get("scope") if action == "update" else None,
-                             is_active={"activate": True, "deactivate": False}.get(action),
-                             priority=priority if action == "update" else None)
-        elif directive_id and request.POST.get("action") == "delete":
-            directive = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
-            mental_model_delete(model=directive, actor=actor(request))
+        if request.POST.get("directive_id", "").strip():
+            change = DirectiveChangeForm(request.POST)
+            if not change.is_valid():
+                messages.error(request, f"Nothing changed: {change.error_summary()}")
+                return redirect("curation:directives", bank_id=bank.bank_id)
+            data = change.cleaned_data
+            directive = mental_model_get(bank=bank, model_id=data["directive_id"].strip(), kind=DIRECTIVE)
+            if data["action"] == "delete":
+                mental_model_delete(model=directive, actor=actor(request))
+            else:
+                update = data["action"] == "update"
+                directive_update(directive=directive, actor=actor(request),
+                                 rule_text=data["rule_text"] if update else None,
+                                 scope=data["scope"] if update else None,
+                                 is_active={"activate": True, "deactivate": False}.get(data["action"]),
+                                 priority=(data["priority"] or 0) if update else None)
         else:
             form = DirectiveForm(request.POST)
             if not form.is_valid():
@@ -211,8 +214,10 @@ def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
                              scope=form.cleaned_data["scope"].strip() or "bank",
                              priority=form.cleaned_data["priority"])
         messages.success(request, "Directives updated.")
-    except (MemoryHubError, ValueError) as exc:
-        messages.error(request, getattr(exc, "message", "Priority must be a whole number."))
+    except NotFound:
+        raise  # an unknown directive is a 404 page, like every unknown id
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
     return redirect("curation:directives", bank_id=bank.bank_id)
 
 
@@ -252,17 +257,23 @@ def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
                                scope=form.cleaned_data["scope"].strip() or None,
                                confidence=form.cleaned_data["confidence"])
         else:
-            row = observation_get(bank=bank, observation_id=request.POST.get("observation_id", ""))
-            if action == "delete":
+            change = ObservationChangeForm(request.POST)
+            if not change.is_valid():
+                messages.error(request, f"Nothing changed: {change.error_summary()}")
+                return redirect("curation:observations", bank_id=bank.bank_id)
+            data = change.cleaned_data
+            row = observation_get(bank=bank, observation_id=data["observation_id"])
+            if data["action"] == "delete":
                 observation_delete(observation=row, actor=actor(request))
-            elif action == "invalidate":
+            elif data["action"] == "invalidate":
                 observation_invalidate(observation=row, actor=actor(request))
             else:
-                observation_update(observation=row, actor=actor(request), text=request.POST.get("text") or None,
-                                   add_source_ids=_ids(request.POST.get("attach", "")),
-                                   remove_source_ids=_ids(request.POST.get("detach", "")))
+                observation_update(observation=row, actor=actor(request), text=data["text"] or None,
+                                   add_source_ids=data["attach"], remove_source_ids=data["detach"])
         messages.success(request, "Observations updated.")
-    except (MemoryHubError, ValueError) as exc:
-        messages.error(request, getattr(exc, "message", "Confidence must be a number."))
+    except NotFound:
+        raise
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
     return redirect("curation:observations", bank_id=bank.bank_id)
 

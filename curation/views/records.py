@@ -24,7 +24,7 @@ from banks.selectors.memories import exact_count
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
-from curation.forms import TokenForm
+from curation.forms import GraphLinkForm, TokenForm
 from curation.graph_svg import ego_svg
 from memoryhub.errors import MemoryHubError
 from portability.formats.common import parse_time
@@ -200,18 +200,22 @@ def graph_link(request: HttpRequest, bank_id: str) -> HttpResponse:
     from banks.services.graph import entity_link_create, entity_link_delete
 
     bank = operator_bank(request, bank_id, "write")
+    form = GraphLinkForm(request.POST)
     focus = request.POST.get("entity_a", "")
-    try:
-        if request.POST.get("action") == "unlink":
-            entity_link_delete(bank=bank, link_id=int(request.POST.get("link_id", "0") or 0), actor=actor(request))
-            messages.success(request, "Link removed.")
-        else:
-            entity_link_create(bank=bank, entity_a=focus, entity_b=request.POST.get("entity_b", ""),
-                               link_type=request.POST.get("link_type", ""), actor=actor(request),
-                               evidence=request.POST.get("evidence", ""))
-            messages.success(request, "Linked.")
-    except (MemoryHubError, ValueError) as exc:
-        messages.error(request, getattr(exc, "message", "Bad link."))
+    if not form.is_valid():
+        messages.error(request, f"Nothing changed: {form.error_summary()}")
+    else:
+        data = form.cleaned_data
+        try:
+            if data["action"] == "unlink":
+                entity_link_delete(bank=bank, link_id=data["link_id"], actor=actor(request))
+                messages.success(request, "Link removed.")
+            else:
+                entity_link_create(bank=bank, entity_a=data["entity_a"], entity_b=data["entity_b"],
+                                   link_type=data["link_type"], actor=actor(request), evidence=data["evidence"])
+                messages.success(request, "Linked.")
+        except MemoryHubError as exc:
+            messages.error(request, exc.message)
     return redirect(f"{reverse('curation:graph', kwargs={'bank_id': bank.bank_id})}?{urlencode({'entity': focus})}")
 
 

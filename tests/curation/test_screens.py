@@ -346,3 +346,29 @@ def test_create_forms_keep_what_was_typed_on_an_error(admin_client, bank, url, p
     response = admin_client.post(url, post)
     page = response.content.decode()
     assert response.status_code == 422 and kept in page and error in page
+
+
+def test_model_edits_with_bad_input_are_refused_not_500(admin_client, filled):
+    url = "/banks/user-alice/models/prefs"
+    bad_index = admin_client.post(f"{url}/edit", {"op": "remove_block", "section_id": "music", "index": "abc"},
+                                  follow=True)
+    assert bad_index.status_code == 200 and "Nothing saved" in bad_index.content.decode()
+    no_heading = admin_client.post(f"{url}/edit", {"op": "add_section", "heading": "  "}, follow=True)
+    assert "A section needs a heading." in no_heading.content.decode()
+    no_revision = admin_client.post(f"{url}/action", {"action": "revert", "to": ""}, follow=True)
+    assert "Choose the revision to go back to." in no_revision.content.decode()
+    assert MentalModel.objects.get(model_id="prefs").revision == 1
+
+
+def test_directive_observation_and_graph_changes_refuse_bad_input_without_500(admin_client, filled):
+    bad = admin_client.post("/banks/user-alice/directives/save", {"directive_id": "brief", "action": "update",
+                                                                  "rule_text": "x", "priority": "lots"}, follow=True)
+    assert bad.status_code == 200 and "Nothing changed" in bad.content.decode()
+    assert admin_client.post("/banks/user-alice/directives/save", {"directive_id": "nope", "action": "delete"}
+                             ).status_code == 404
+    obs = admin_client.post("/banks/user-alice/observations/save", {"action": "explode", "observation_id": "x"},
+                            follow=True)
+    assert obs.status_code == 200 and "Nothing changed" in obs.content.decode()
+    link = admin_client.post("/banks/user-alice/graph/link", {"action": "unlink", "entity_a": "alice smith", "link_id": "zz"},
+                             follow=True)
+    assert link.status_code == 200 and "Nothing changed" in link.content.decode()
