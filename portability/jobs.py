@@ -38,9 +38,13 @@ def _import(job: Job) -> None:
         progress=lambda r: job_progress(job=job, done=r.lines, total=max(total or 0, r.lines) or None,
                                         counts=r.counts(), errors=r.errors),
     )
+    if report.aborted:
+        job_progress(job=job, done=report.lines, total=report.lines or None, counts=report.counts(),
+                     errors=report.errors)
+        job_fail(job=job, message=report.aborted)
+        return
     job_finish(job=job, counts=report.counts(), errors=report.errors,
-               result={**report.astrocyte_result(), "format": fmt, "aborted": report.aborted},
-               message=report.aborted or "")
+               result={**report.astrocyte_result(), "format": fmt}, message="")
 
 
 def _export(job: Job) -> None:

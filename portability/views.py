@@ -73,7 +73,9 @@ def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
         dest = contained_path(root / sanitize_upload_name(upload.name))
         if dest.exists():
             raise MemoryHubError(f"{dest.name} already exists in {root}; rename the file first.")
-        with dest.open("xb") as out:
+        # Same mode as exports: an archive holds a bank's memories, so only the server's user reads it.
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
         messages.success(request, f"Uploaded {dest.name} to {root}.")

@@ -100,6 +100,9 @@ class ImportApi(BankApiView):
         report = archive_import(bank=bank, records=records, actor=self.actor(request), on_conflict=body.on_conflict,
                                 dry_run=body.dry_run, strict=body.strict,
                                 source_label=f"import:{fmt}:{header.provider or source.name}")
+        if report.aborted:
+            # Strict mode found bad lines and wrote nothing: the request as a whole could not be processed.
+            raise Unprocessable(report.aborted, counts=report.counts(), line_errors=report.errors[:100])
         return ok({**report.astrocyte_result(), "format": fmt, "counts": report.counts(),
                    "line_errors": report.errors[:100], "dry_run": report.dry_run, "aborted": report.aborted})
 

@@ -21,6 +21,8 @@ would need fixed-width padding and a second pass over a possibly huge file.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 import os
@@ -366,12 +368,18 @@ def atomic_write(dest: Path, mode: str = "w") -> Iterator[IO[Any]]:
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name[:40]}.", suffix=".tmp", dir=dest.parent)
     try:
         os.fchmod(fd, 0o600)
-        text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
-        with os.fdopen(fd, mode, **text) as f:
+        with os.fdopen(fd, "wb") as raw:
             fd = -1
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+            with _maybe_gzip(raw, dest.name.lower().endswith(".gz")) as binary:
+                if mode == "w":
+                    text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
+                    yield text
+                    text.flush()
+                    text.detach()
+                else:
+                    yield binary
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, dest)
         _fsync_directory(dest.parent)
     except BaseException:
@@ -380,6 +388,16 @@ def atomic_write(dest: Path, mode: str = "w") -> Iterator[IO[Any]]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextmanager
+def _maybe_gzip(raw: IO[bytes], compress: bool) -> Iterator[IO[bytes]]:
+    """A ``.gz`` target is written gzip-compressed (no name or time in the gzip header: same bank, same bytes)."""
+    if not compress:
+        yield raw
+        return
+    with gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as compressed:
+        yield compressed  # type: ignore[misc]
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -9,7 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from portability.formats import ama
+from portability.formats.compression import is_gzip, open_archive_bytes
 from portability.records import ArchiveHeader, MemoryRecord, RecordError
 
 Reader = Callable[..., tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]]
@@ -19,13 +22,17 @@ class UnknownFormat(ValueError):
     pass
 
 
+def max_decompressed_bytes() -> int:
+    return int(getattr(settings, "MEMORYHUB_MAX_DECOMPRESSED_BYTES", 8 * 1024**3))
+
+
 def _read_ama(path: Path, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, **_: Any
               ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
-    with path.open("rb") as fp:
+    with open_archive_bytes(path, max_decompressed_bytes()) as fp:
         header, _records = ama.read_ama(fp, max_line_bytes=max_line_bytes)
 
     def records() -> Iterator[MemoryRecord | RecordError]:
-        with path.open("rb") as fp:
+        with open_archive_bytes(path, max_decompressed_bytes()) as fp:
             _, items = ama.read_ama(fp, max_line_bytes=max_line_bytes)
             yield from items
 
@@ -65,7 +72,10 @@ def detect_format(path: Path) -> str:
             return "obsidian"
         return "markdown"
     name = path.name.lower()
-    with path.open("rb") as fp:
+    compressed = is_gzip(path)
+    if compressed:
+        name = name.removesuffix(".gz")
+    with open_archive_bytes(path, max_decompressed_bytes()) as fp:
         head = fp.read(65536)
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"

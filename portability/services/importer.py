@@ -13,6 +13,7 @@ Memory use does not grow with the archive: only one batch is held at a time.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,16 +22,23 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
-from banks.models import Bank, Memory, MemoryLink
+from banks.models import Bank, Memory, MemoryEntity
+from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
 from memoryhub.errors import InvalidInput
-from portability.records import MemoryRecord, RecordError, record_problem
+from portability.formats.ama import parse_iso
+from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
+from portability.services.import_links import links_queue, links_resolve, links_unresolved
 
 ON_CONFLICT = ("skip", "overwrite", "error")
 MAX_ERRORS_REPORTED = 1000
 DEFAULT_BATCH = 500
+# Every column an import decides: a new row and an overwritten one get the same values.
+OVERWRITTEN_COLUMNS = ("text", "fact_type", "memory_layer", "tags", "metadata", "occurred_at", "created_at",
+                       "source", "content_hash", "embedding", "embedding_model", "embedding_dims",
+                       "updated_at")
 
 RecordSource = Callable[[], Iterable[MemoryRecord | RecordError]]
 
@@ -48,6 +56,7 @@ class ImportReport:
     conflicts: int = 0
     invalid: int = 0
     links: int = 0
+    unresolved_links: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     aborted: str | None = None
 
@@ -58,12 +67,24 @@ class ImportReport:
     def counts(self) -> dict[str, int]:
         return {"lines": self.lines, "imported": self.imported, "overwritten": self.overwritten,
                 "skipped": self.skipped, "duplicates": self.duplicates, "conflicts": self.conflicts,
-                "invalid": self.invalid, "links": self.links}
+                "invalid": self.invalid, "links": self.links,
+                "unresolved_links": self.unresolved_links}
 
     def astrocyte_result(self) -> dict[str, int]:
         """Astrocyte's ImportResult numbers: stored, not stored, failed."""
         return {"imported": self.imported + self.overwritten, "skipped": self.skipped + self.duplicates,
                 "errors": self.invalid + (self.conflicts if self.on_conflict == "error" else 0)}
+
+
+def _id_key(memory_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(memory_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
+def _created_from_metadata(record: MemoryRecord) -> None:
+    """Astrocyte keeps a memory's creation time as ``metadata._created_at``: use it rather than invent one."""
+    raw = (record.metadata or {}).get("_created_at")
+    if record.created_at is None and isinstance(raw, str):
+        record.created_at = parse_iso(raw)
 
 
 def _batches(items: Iterable[MemoryRecord | RecordError], size: int) -> Iterator[list[MemoryRecord | RecordError]]:
@@ -79,14 +100,16 @@ def _batches(items: Iterable[MemoryRecord | RecordError], size: int) -> Iterator
 
 class _Importer:
     def __init__(self, *, bank: Bank, actor: str, on_conflict: str, dry_run: bool, source_label: str,
-                 report: ImportReport) -> None:
+                 report: ImportReport, extract_entities: bool = True) -> None:
         self.bank, self.actor, self.on_conflict, self.dry_run = bank, actor, on_conflict, dry_run
         self.source_label, self.report = source_label, report
         self.embedder = bank_embedder(bank)
         # Only a dry run must remember hashes itself (nothing lands in the database to ask).
         self.dry_hashes: set[str] = set()
         self.dry_ids: set[str] = set()
-        self.pending_links: list[tuple[str, str, str, float, dict[str, Any]]] = []
+        self.extract = extract_entities
+        # Ids seen in this archive (as 64-bit digests, so a huge archive stays cheap): a repeat is reported.
+        self.seen_ids: dict[int, Any] = {}
 
     def _vectors(self, records: list[MemoryRecord]) -> list[list[float]]:
         vectors: list[list[float] | None] = []
@@ -110,6 +133,8 @@ class _Importer:
         records: list[MemoryRecord] = []
         for item in batch:
             report.lines += 1
+            if isinstance(item, MemoryRecord):
+                _created_from_metadata(item)
             if isinstance(item, RecordError):
                 report.invalid += 1
                 report.note(item.position, item.reason)
@@ -119,9 +144,14 @@ class _Importer:
             elif (problem := record_problem(item)) is not None:
                 report.invalid += 1
                 report.note(item.position, problem)
+            elif item.memory_id and (earlier := self.seen_ids.get(_id_key(item.memory_id))) is not None:
+                report.invalid += 1
+                report.note(item.position, f"memory_id '{item.memory_id}' repeats line {earlier}")
             else:
                 if not item.memory_id:
                     item.memory_id = new_memory_id()
+                else:
+                    self.seen_ids[_id_key(item.memory_id)] = item.position
                 records.append(item)
         if not records:
             return
@@ -176,8 +206,18 @@ class _Importer:
             occurred_at=record.occurred_at, retained_at=now,
             created_at=record.created_at or record.occurred_at or now, source=record.source or self.source_label,
             content_hash=digest, embedding=vector, embedding_model=self.embedder.name,
-            embedding_dims=self.embedder.dimensions,
+            embedding_dims=self.embedder.dimensions, updated_at=now,
         )
+
+    def _entities(self, records: list[MemoryRecord]) -> None:
+        """Records that carry no entities get them from the bank's provider, as a retain would."""
+        if not self.extract:
+            return
+        llm = get_llm()
+        for record in records:
+            if not record.entities:
+                record.entities = [EntityRecord(name=e.name, entity_type=e.entity_type)
+                                   for e in llm.extract_entities(record.text)]
 
     def _row(self, record: MemoryRecord, digest: str, vector: list[float], now: Any) -> MemoryRow:
         return MemoryRow(
@@ -188,80 +228,64 @@ class _Importer:
             embedding_model=self.embedder.name, embedding_dims=self.embedder.dimensions,
         )
 
+    def _insert(self, rows: list[MemoryRow]) -> dict[str, int]:
+        """Insert ``rows``; return ``{memory_id: pk}`` of those that landed.
+
+        A row whose id or live content another writer stored since the batch was
+        classified is left out by the bulk writer (the caller reports it); the rest land.
+        """
+        return write_memory_rows(self.bank.pk, rows, timezone.now())
+
+    def _overwrite(self, memory: Memory, pk: int) -> bool:
+        values = {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS}
+        try:
+            with transaction.atomic():
+                Memory.objects.filter(pk=pk).update(**values, archived_at=None, forgotten_at=None)
+                # The text changed, so what it mentions did too: the archive's (or extracted) entities replace the old.
+                MemoryEntity.objects.filter(memory_id=pk).delete()
+        except IntegrityError:
+            return False
+        return True
+
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
+        """One code path for every batch: embed and extract first, then one transaction per batch."""
         now = timezone.now()
-        vectors = self._vectors([r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows])
-        try:
-            with transaction.atomic():
-                landed = write_memory_rows(
-                    self.bank.pk, [self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)],
-                    now)
-                for (record, digest, pk), vector in zip(overwrite_rows, vectors[len(new_rows):], strict=True):
-                    row = self._memory(record, digest, vector, now)
-                    Memory.objects.filter(pk=pk).update(
-                        text=row.text, fact_type=row.fact_type, memory_layer=row.memory_layer, tags=row.tags,
-                        metadata=row.metadata, occurred_at=row.occurred_at, created_at=row.created_at,
-                        source=row.source, content_hash=digest, embedding=vector, embedding_model=row.embedding_model,
-                        embedding_dims=row.embedding_dims, archived_at=None, forgotten_at=None, updated_at=now)
-                for record, _ in new_rows:
-                    if record.memory_id not in landed:
-                        continue
-                    if record.entities:
-                        attach_entities(Memory(pk=landed[record.memory_id], bank=self.bank), [
-                            {"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases}
-                            for e in record.entities])
-                    for link in record.links:
-                        self.pending_links.append((record.memory_id or "", link.target_id, link.link_type,
-                                                   link.confidence, link.metadata))
-        except IntegrityError:
-            # Someone stored the same content or id meanwhile: fall back to one row at a time.
-            for row in new_rows:
-                self._write_one(row)
-            for row in overwrite_rows:
-                self._overwrite_one(row)
-            return
-        self.report.imported += len(landed)
-        for record, _ in new_rows:
-            if record.memory_id not in landed:
-                # Another writer stored the same id or content between our check and this batch.
-                self.report.duplicates += 1
-                self.report.note(record.position, "already stored by a concurrent writer")
-        self.report.overwritten += len(overwrite_rows)
-
-    def _write_one(self, row: tuple[MemoryRecord, str]) -> None:
-        record, digest = row
-        try:
-            with transaction.atomic():
-                Memory.objects.bulk_create([self._memory(record, digest, self._vectors([record])[0], timezone.now())])
-            self.report.imported += 1
-        except IntegrityError:
-            self.report.duplicates += 1
-            self.report.note(record.position, "already stored by a concurrent writer")
-
-    def _overwrite_one(self, row: tuple[MemoryRecord, str, int]) -> None:
-        record, digest, pk = row
-        try:
-            with transaction.atomic():
-                fresh = self._memory(record, digest, self._vectors([record])[0], timezone.now())
-                Memory.objects.filter(pk=pk).update(
-                    text=fresh.text, tags=fresh.tags, metadata=fresh.metadata, fact_type=fresh.fact_type,
-                    content_hash=digest, embedding=fresh.embedding, archived_at=None, forgotten_at=None)
-            self.report.overwritten += 1
-        except IntegrityError:
-            self.report.duplicates += 1
-            self.report.note(record.position, "its content is already stored under another memory")
-
-    def resolve_links(self) -> None:
-        if self.dry_run or not self.pending_links:
-            return
-        ids = {s for s, *_ in self.pending_links} | {t for _, t, *_ in self.pending_links}
-        pks = dict(Memory.objects.filter(bank=self.bank, memory_id__in=ids).values_list("memory_id", "pk"))
-        rows = [MemoryLink(bank=self.bank, source_id=pks[s], target_id=pks[t], link_type=kind[:64], confidence=conf,
-                           metadata=meta or {})
-                for s, t, kind, conf, meta in self.pending_links if s in pks and t in pks]
-        MemoryLink.objects.bulk_create(rows, ignore_conflicts=True)
-        self.report.links = len(rows)
+        everything = [r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows]
+        vectors = self._vectors(everything)
+        self._entities(everything)
+        report = self.report
+        with transaction.atomic():
+            landed = self._insert([self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)])
+            stored: list[tuple[MemoryRecord, int]] = []
+            for record, _ in new_rows:
+                if record.memory_id in landed:
+                    stored.append((record, landed[record.memory_id or ""]))
+                else:
+                    report.duplicates += 1
+                    report.note(record.position, "already stored by a concurrent writer")
+            overwritten = 0
+            for (record, digest, pk), vector in zip(overwrite_rows, vectors[len(new_rows):], strict=True):
+                if self._overwrite(self._memory(record, digest, vector, now), pk):
+                    stored.append((record, pk))
+                    overwritten += 1
+                else:
+                    report.duplicates += 1
+                    report.note(record.position, "its content is already stored under another memory")
+            for record, pk in stored:
+                if record.entities:
+                    attach_entities(Memory(pk=pk, bank=self.bank), [
+                        {"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases}
+                        for e in record.entities])
+            links_queue(self.bank, [record for record, _ in stored])
+            links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
+            audit_record(actor=self.actor, action="bank.import.batch", bank=self.bank,
+                         target_ids=[record.memory_id or "" for record, _ in stored],
+                         details={"source": self.source_label, "imported": len(landed), "overwritten": overwritten,
+                                  "links": links, "through_line": self.report.lines})
+        report.imported += len(landed)
+        report.overwritten += overwritten
+        report.links += links
 
 
 def archive_import(
@@ -275,6 +299,7 @@ def archive_import(
     batch_size: int = DEFAULT_BATCH,
     source_label: str = "import",
     progress: Callable[[ImportReport], None] | None = None,
+    extract_entities: bool = True,
 ) -> ImportReport:
     """``records`` is a callable returning a fresh iterator (strict mode reads the archive twice)."""
     if on_conflict not in ON_CONFLICT:
@@ -282,22 +307,35 @@ def archive_import(
     report = ImportReport(dry_run=dry_run, strict=strict, on_conflict=on_conflict)
     if strict and not dry_run:
         check = ImportReport()
+        seen: dict[int, Any] = {}
         for item in records():
             check.lines += 1
             if isinstance(item, RecordError):
                 check.invalid += 1
                 check.note(item.position, item.reason)
+            elif item.memory_id:
+                key = _id_key(item.memory_id)
+                if key in seen:
+                    check.invalid += 1
+                    check.note(item.position, f"memory_id '{item.memory_id}' repeats line {seen[key]}")
+                else:
+                    seen[key] = item.position
         if check.invalid:
             report.lines, report.invalid, report.errors = check.lines, check.invalid, check.errors
             report.aborted = f"strict mode: {check.invalid} bad line(s), nothing was written"
             return report
     importer = _Importer(bank=bank, actor=actor, on_conflict=on_conflict, dry_run=dry_run,
-                         source_label=source_label, report=report)
+                         source_label=source_label, report=report, extract_entities=extract_entities)
+    if not dry_run:
+        # Written first, so rows of a batch that commits before a crash always sit under an import record.
+        audit_record(actor=actor, action="bank.import.start", bank=bank,
+                     details={"on_conflict": on_conflict, "source": source_label})
     for batch in _batches(records(), batch_size):
         importer.run_batch(batch)
         if progress:
             progress(report)
-    importer.resolve_links()
+    if not dry_run:
+        report.unresolved_links = links_unresolved(bank)
     # Bad lines are found while reading, duplicates while classifying: report them in file order.
     report.errors.sort(key=lambda e: (0, e["line"], "") if isinstance(e["line"], int) else (1, 0, str(e["line"])))
     if not dry_run:

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from banks.models import Bank
 from portability.formats.ama import AmaHeaderError
 from portability.formats.registry import READERS, UnknownFormat, open_archive
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
@@ -30,23 +31,36 @@ class Command(BaseCommand):
             raise CommandError(f"No archive at {source}.")
         try:
             fmt, header, records = open_archive(source, options["format"])
-        except (AmaHeaderError, UnknownFormat, OSError) as exc:
+        except (AmaHeaderError, UnknownFormat, UnicodeError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
         # Only a file that opened as an archive creates the bank; a dry run never does.
         bank = cli_bank(options["bank"], create=not options["dry_run"], empty_if_missing=options["dry_run"])
-        bar = ProgressBar(self.stderr._out, "importing")
-        total = header.memory_count if isinstance(header.memory_count, int) else None
-        report = archive_import(bank=bank, records=records, actor="cli", on_conflict=options["on_conflict"],
-                                dry_run=options["dry_run"], strict=options["strict"],
-                                source_label=f"import:{fmt}:{header.provider or source.name}",
-                                progress=lambda r: bar.update(r.lines, total))
-        bar.close()
+        report = self._run(bank, fmt, header, records, source.name, options)
         counts = report.counts()
         prefix = "would import" if report.dry_run else "imported"
         self.stdout.write(f"{prefix} {counts['imported']} new, {counts['overwritten']} overwritten; "
-                          f"skipped {counts['skipped']}, duplicates {counts['duplicates']}, "
-                          f"invalid {counts['invalid']} ({fmt})")
+                          + ", ".join(f"{name} {value}" for name, value in counts.items()
+                                      if name not in ("imported", "overwritten")) + f" ({fmt})")
         for error in report.errors[:50]:
             self.stdout.write(f"  line {error['line']}: {error['reason']}")
+        if len(report.errors) > 50:
+            self.stdout.write(f"  ... and {len(report.errors) - 50} more")
         if report.aborted:
             raise CommandError(report.aborted)
+        failed = report.invalid + (report.conflicts if report.on_conflict == "error" else 0)
+        if failed:
+            raise CommandError(f"{failed} line(s) were not imported (see above)")
+
+    def _run(self, bank: Bank, fmt: str, header: Any, records: Any, name: str, options: dict[str, Any]) -> Any:
+        bar = ProgressBar(self.stderr._out, "importing")
+        total = header.memory_count if isinstance(header.memory_count, int) else None
+        try:
+            return archive_import(bank=bank, records=records, actor="cli", on_conflict=options["on_conflict"],
+                                  dry_run=options["dry_run"], strict=options["strict"],
+                                  source_label=f"import:{fmt}:{header.provider or name}",
+                                  progress=lambda r: bar.update(r.lines, total))
+        except (UnicodeError, ValueError, OSError) as exc:
+            # A file that is not what --format says (gzip, binary) fails while being read.
+            raise CommandError(f"could not read {name} as {fmt}: {exc}") from None
+        finally:
+            bar.close()
