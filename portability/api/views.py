@@ -14,10 +14,11 @@ from banks.models import Job
 from banks.services.jobs import job_cancel_request
 from memoryhub.errors import NotFound, Unprocessable
 from portability.formats.ama import AmaCountMismatch, AmaHeaderError
-from portability.formats.registry import UnknownFormat, open_archive
+from portability.formats.registry import UnknownFormat, max_decompressed_bytes, open_archive
 from portability.jobs import job_start_async
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
+from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
 
 
 class ExportRequest(WireModel):
@@ -27,6 +28,8 @@ class ExportRequest(WireModel):
     include_embeddings: bool = False
     include_entities: bool = True
     include_observations: bool = True
+    # The whole bank (.mhba.jsonl): memories as AMA lines plus everything else the bank holds.
+    full: bool = False
     run_async: bool = Field(default=False, alias="async")
 
 
@@ -61,6 +64,13 @@ class ExportApi(BankApiView):
         dest = contained_path(body.path)
         if dest.is_dir():
             raise Unprocessable(f"{dest} is a directory; give a file name inside it")
+        if body.full:
+            try:
+                counts = bank_archive_export(bank=bank, dest=dest, actor=self.actor(request))
+            except OSError as exc:
+                raise Unprocessable(f"export failed: {exc}") from None
+            return ok({"bank_id": bank.bank_id, "path": str(dest), "exported_count": counts["memory"],
+                       "full": True, "counts": counts})
         # A bank that was never written exports at once (a header and no lines), even when asked async.
         if body.run_async and not bank.is_never_written:
             job = job_start_async(kind="export", bank=bank, actor=self.actor(request), params={
@@ -85,6 +95,16 @@ class ImportApi(BankApiView):
         source = contained_path(body.path)
         if not source.exists():
             raise Unprocessable(f"no archive at {source}")
+        if body.format in (None, "mhba") and is_bank_archive(source):
+            if body.dry_run or body.strict:
+                raise Unprocessable("a whole-bank archive restores all or nothing; dry_run and strict do not apply")
+            try:
+                counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request),
+                                             max_bytes=max_decompressed_bytes())
+            except ValueError as exc:
+                raise Unprocessable(str(exc)) from None
+            return ok({"imported": counts.get("memory", 0), "skipped": 0, "errors": 0, "format": "mhba",
+                       "counts": counts})
         try:
             fmt, header, records = open_archive(source, body.format)
         except (AmaHeaderError, UnknownFormat, UnicodeDecodeError, OSError) as exc:

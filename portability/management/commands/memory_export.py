@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
 from portability.services import archive_export
+from portability.services.bank_archive import bank_archive_export
 from portability.services.exporter import WRITERS, archive_export_as
 
 
@@ -19,12 +20,20 @@ class Command(BaseCommand):
         parser.add_argument("--no-entities", action="store_true", help="leave entities and links out")
         parser.add_argument("--no-observations", action="store_true")
         parser.add_argument("--root", action="append", help="allowed root for this call (repeatable)")
+        parser.add_argument("--full", action="store_true",
+                            help="the whole bank (.mhba.jsonl): memories as AMA lines plus models, directives, "
+                                 "observations, links, holds and settings")
         parser.add_argument("--format", choices=WRITERS, default="ama",
                             help="ama (default), csv, markdown (a directory) or amplihack")
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = cli_bank(options["bank"])
         dest = cli_path(options["output"], options["root"])
+        if options["full"]:
+            counts = bank_archive_export(bank=bank, dest=dest, actor="cli")
+            self.stdout.write(f"exported the whole bank to {dest}: "
+                              + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
+            return
         if options["format"] != "ama":
             report = archive_export_as(bank=bank, dest=dest, fmt=options["format"], actor="cli")
             self.stdout.write(f"exported {report.exported_count} as {options['format']} to {report.path}")

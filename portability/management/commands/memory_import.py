@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from banks.models import Bank
+from memoryhub.errors import MemoryHubError
 from portability.formats.ama import AmaHeaderError
-from portability.formats.registry import READERS, UnknownFormat, open_archive
+from portability.formats.registry import READERS, UnknownFormat, max_decompressed_bytes, open_archive
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
 from portability.services import archive_import
+from portability.services.bank_archive import bank_archive_import, is_bank_archive
 
 
 class Command(BaseCommand):
@@ -29,6 +32,9 @@ class Command(BaseCommand):
         source = cli_path(options["input"], options["root"])
         if not source.exists():
             raise CommandError(f"No archive at {source}.")
+        if options["format"] in (None, "mhba") and is_bank_archive(source):
+            self._restore(source, options)
+            return
         try:
             fmt, header, records = open_archive(source, options["format"])
         except (AmaHeaderError, UnknownFormat, UnicodeError, ValueError, OSError) as exc:
@@ -50,6 +56,17 @@ class Command(BaseCommand):
         failed = report.invalid + (report.conflicts if report.on_conflict == "error" else 0)
         if failed:
             raise CommandError(f"{failed} line(s) were not imported (see above)")
+
+    def _restore(self, source: Path, options: dict[str, Any]) -> None:
+        if options["dry_run"] or options["strict"]:
+            raise CommandError("a whole-bank archive restores all or nothing; --dry-run and --strict do not apply")
+        bank = cli_bank(options["bank"], create=options["create_bank"])
+        try:
+            counts = bank_archive_import(bank=bank, path=source, actor="cli", max_bytes=max_decompressed_bytes())
+        except (MemoryHubError, ValueError, OSError) as exc:
+            raise CommandError(getattr(exc, "message", None) or str(exc)) from None
+        self.stdout.write(f"restored the whole bank into {bank.bank_id}: "
+                          + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
 
     def _run(self, bank: Bank, fmt: str, header: Any, records: Any, name: str, options: dict[str, Any]) -> Any:
         bar = ProgressBar(self.stderr._out, "importing")

@@ -1,0 +1,275 @@
+"""Whole-bank archives (``.mhba.jsonl``, optionally ``.gz``): everything a bank holds, in one file.
+
+The file is an AMA v1 archive first: its header is an AMA header (plus
+``mhba_version``) and every memory is an AMA line (``id``, ``text``, times,
+entities, links), so Astrocyte's importer reads the memories. Everything else
+is on extension lines ``{"_mhba": "<table>", "row": {...}}``: they carry neither
+``id`` nor ``text``, which is exactly what Astrocyte's reader skips. Every line
+also keeps the full row (``_mhba_row`` on memory lines), so a restore into an
+empty bank of another MemoryHub reproduces it column by column, public ids
+included: entities, memory-entity mentions, entity and memory links, observations
+with their evidence, mental models and directives with every revision, wiki pages,
+legal holds and the bank's settings.
+
+Rows are streamed both ways, a batch at a time; row references between tables use
+public ids (``memory_id``, ``entity_id``...), never database keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from banks.models import (
+    Bank,
+    Entity,
+    EntityLink,
+    LegalHold,
+    Memory,
+    MemoryEntity,
+    MemoryLink,
+    MentalModel,
+    MentalModelRevision,
+    Observation,
+    ObservationEvidence,
+    WikiPage,
+)
+from banks.services.audit import audit_record
+from memoryhub.errors import Conflict, Unprocessable
+from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
+from portability.formats.compression import open_archive_bytes
+
+MHBA_VERSION = 1
+BATCH = 1000
+SETTINGS = ("name", "description", "embedding_provider", "dedup_threshold", "config")
+# (kind, model, {foreign key attname: (model, public id field)}), parents before children.
+TABLES: list[tuple[str, type[models.Model], dict[str, tuple[type[models.Model], str]]]] = [
+    ("memory", Memory, {"merged_into_id": (Memory, "memory_id")}),
+    ("entity", Entity, {}),
+    ("memory_entity", MemoryEntity, {"memory_id": (Memory, "memory_id"), "entity_id": (Entity, "entity_id")}),
+    ("entity_link", EntityLink, {"entity_a_id": (Entity, "entity_id"), "entity_b_id": (Entity, "entity_id")}),
+    ("memory_link", MemoryLink, {"source_id": (Memory, "memory_id"), "target_id": (Memory, "memory_id")}),
+    ("observation", Observation, {}),
+    ("observation_evidence", ObservationEvidence,
+     {"observation_id": (Observation, "observation_id"), "memory_id": (Memory, "memory_id")}),
+    ("mental_model", MentalModel, {}),
+    ("mental_model_revision", MentalModelRevision, {"model_id": (MentalModel, "model_id")}),
+    ("wiki_page", WikiPage, {}),
+    ("legal_hold", LegalHold, {}),
+]
+KINDS = {kind: (model, refs) for kind, model, refs in TABLES}
+
+
+def _columns(model: type[models.Model]) -> list[models.Field]:
+    return [f for f in model._meta.concrete_fields
+            if not f.primary_key and f.attname != "bank_id" and not isinstance(f, models.GeneratedField)]
+
+
+def _bank_rows(bank: Bank, model: type[models.Model]) -> models.QuerySet:
+    if any(f.attname == "bank_id" for f in model._meta.concrete_fields):
+        return model._default_manager.filter(bank=bank)
+    parent = {MemoryEntity: "memory__bank", ObservationEvidence: "observation__bank",
+              MentalModelRevision: "model__bank"}[model]
+    return model._default_manager.filter(**{parent: bank})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is not None and hasattr(value, "tolist"):
+        return [float(x) for x in value.tolist()]
+    return value
+
+
+def _public_ids(bank: Bank, model: type[models.Model], field: str) -> dict[int, str]:
+    return dict(_bank_rows(bank, model).values_list("pk", field))
+
+
+def _dump_rows(bank: Bank, kind: str) -> Iterator[dict[str, Any]]:
+    model, refs = KINDS[kind]
+    names = [f.attname for f in _columns(model)]
+    lookups = {attname: _public_ids(bank, target, field) for attname, (target, field) in refs.items()}
+    for row in _bank_rows(bank, model).order_by("pk").values(*names).iterator(chunk_size=BATCH):
+        for attname, ids in lookups.items():
+            if row[attname] is not None:
+                row[attname] = ids.get(row[attname])
+        yield {name: _plain(value) for name, value in row.items()}
+
+
+def _ama_line(row: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The AMA view of a memory row (what Astrocyte reads), with the full row beside it."""
+    line = {"id": row["memory_id"], "text": row["text"], "fact_type": row["fact_type"], "tags": row["tags"],
+            "metadata": row["metadata"], "occurred_at": row["occurred_at"], "created_at": row["created_at"],
+            "retained_at": row["retained_at"], "source": row["source"], "memory_layer": row["memory_layer"]}
+    if links.get(row["memory_id"]):
+        line["links"] = links[row["memory_id"]]
+    line["_mhba_row"] = {k: v for k, v in row.items() if k not in ("memory_id", "text")}
+    return line
+
+
+def bank_archive_export(*, bank: Bank, dest: Path, actor: str) -> dict[str, int]:
+    """Write the whole bank to ``dest`` atomically (0600); ``.gz`` compresses. Returns rows per table."""
+    counts: dict[str, int] = {}
+    memory_count = Memory.objects.filter(bank=bank).count()
+    header = {"_ama_version": AMA_VERSION, "bank_id": bank.bank_id, "exported_at": timezone.now().isoformat(),
+              "provider": "memoryhub", "memory_count": memory_count, "mhba_version": MHBA_VERSION}
+    # Links ride on their source memory's AMA line too, so Astrocyte-side readers see them.
+    link_rows: dict[str, list[dict[str, Any]]] = {}
+    with atomic_write(dest) as out:
+        out.write(json.dumps(header, ensure_ascii=False) + "\n")
+        out.write(json.dumps({"_mhba": "bank", "row": {k: getattr(bank, k) for k in SETTINGS}}) + "\n")
+        for kind, _, _ in TABLES:
+            counts[kind] = 0
+            rows = _dump_rows(bank, kind)
+            for row in rows:
+                counts[kind] += 1
+                if kind == "memory":
+                    line = _ama_line(row, link_rows)
+                else:
+                    line = {"_mhba": kind, "row": row}
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    audit_record(actor=actor, action="bank.export", bank=bank, details={"format": "mhba", "counts": counts,
+                                                                         "path": str(dest)})
+    return counts
+
+
+def is_bank_archive(path: Path) -> bool:
+    if path.is_dir():
+        return False
+    try:
+        with open_archive_bytes(path, 1 << 20) as fp:
+            first = json.loads(fp.readline(1 << 20).decode("utf-8-sig") or "null")
+    except (ValueError, OSError):
+        return False
+    return isinstance(first, dict) and "mhba_version" in first
+
+
+def _lines(path: Path, cap: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    with open_archive_bytes(path, cap) as fp:
+        for number, raw in enumerate(fp, start=1):
+            try:
+                data = json.loads(raw)
+            except ValueError as exc:
+                raise Unprocessable(f"line {number} of {path.name} is not valid JSON: {exc}") from None
+            if not isinstance(data, dict):
+                raise Unprocessable(f"line {number} of {path.name} is not an object")
+            yield number, data
+
+
+def _value(field: models.Field, value: Any) -> Any:
+    if value is not None and isinstance(field, models.DateTimeField) and isinstance(value, str):
+        return parse_iso(value)
+    return value
+
+
+class _Loader:
+    """Builds rows of one table a batch at a time, turning public ids back into this database's keys."""
+
+    def __init__(self, bank: Bank) -> None:
+        self.bank = bank
+        self.keys: dict[type[models.Model], dict[str, int]] = {}
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.counts: dict[str, int] = {}
+
+    def key(self, model: type[models.Model], public_id: str | None) -> int | None:
+        if public_id is None:
+            return None
+        if model not in self.keys:
+            field = {Memory: "memory_id", Entity: "entity_id", Observation: "observation_id",
+                     MentalModel: "model_id"}[model]
+            self.keys[model] = dict(_bank_rows(self.bank, model).values_list(field, "pk"))
+        return self.keys[model].get(public_id)
+
+    def add(self, kind: str, row: dict[str, Any]) -> None:
+        self.pending.setdefault(kind, []).append(row)
+        if len(self.pending[kind]) >= BATCH:
+            self.flush(kind)
+
+    def flush(self, kind: str) -> None:
+        rows = self.pending.pop(kind, [])
+        if not rows:
+            return
+        model, refs = KINDS[kind]
+        fields = _columns(model)
+        objects, times = [], []
+        for row in rows:
+            values = {f.attname: _value(f, row.get(f.attname)) for f in fields if f.attname in row}
+            for attname, (target, _) in refs.items():
+                if attname == "merged_into_id":
+                    values[attname] = None  # set after every memory exists (it may point forward)
+                else:
+                    values[attname] = self.key(target, values.get(attname))
+            if any(f.attname == "bank_id" for f in model._meta.concrete_fields):
+                values["bank_id"] = self.bank.pk
+            objects.append(model(**values))
+            times.append({f.attname: values.get(f.attname) for f in fields
+                          if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)})
+        created = model._default_manager.bulk_create(objects)
+        self._restore_auto_times(model, created, times)
+        self.counts[kind] = self.counts.get(kind, 0) + len(created)
+        self.keys.pop(model, None)
+
+    @staticmethod
+    def _restore_auto_times(model: type[models.Model], created: list[models.Model],
+                            times: list[dict[str, Any]]) -> None:
+        """Django stamps auto_now fields on insert; put the archive's times back in one statement per batch."""
+        names = [name for name in (times[0] if times else {}) if any(t.get(name) for t in times)]
+        if not names:
+            return
+        table = model._meta.db_table
+        assignments = ", ".join(f'"{name}" = %s' for name in names)
+        with connection.cursor() as cursor:
+            cursor.executemany(f'UPDATE "{table}" SET {assignments} WHERE id = %s',  # noqa: S608  (names from the model)
+                               [[t.get(n) for n in names] + [obj.pk] for obj, t in zip(created, times, strict=True)])
+
+
+def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -> dict[str, int]:
+    """Restore a whole-bank archive into ``bank``, which must hold nothing yet (a restore is exact or refused)."""
+    if Memory.objects.filter(bank=bank).exists() or MentalModel.objects.filter(bank=bank).exists():
+        raise Conflict(f"bank {bank.bank_id} is not empty; a whole-bank archive restores into an empty bank")
+    loader = _Loader(bank)
+    merged: list[tuple[str, str]] = []
+    with transaction.atomic():
+        audit_record(actor=actor, action="bank.import.start", bank=bank, details={"format": "mhba",
+                                                                                  "path": str(path)})
+        order = [kind for kind, _, _ in TABLES]
+        current = 0
+        for number, data in _lines(path, max_bytes):
+            if number == 1:
+                if data.get("mhba_version") != MHBA_VERSION:
+                    raise Unprocessable(f"{path.name} is not a version {MHBA_VERSION} whole-bank archive")
+                continue
+            kind = data.get("_mhba")
+            if kind == "bank":
+                settings = {k: v for k, v in (data.get("row") or {}).items() if k in SETTINGS}
+                Bank.objects.filter(pk=bank.pk).update(**settings)
+                continue
+            if kind is None and "id" in data and "text" in data:
+                kind, row = "memory", {**data.get("_mhba_row", {}), "memory_id": data["id"], "text": data["text"]}
+                if row.get("merged_into_id"):
+                    merged.append((row["memory_id"], row["merged_into_id"]))
+            elif kind in KINDS:
+                row = data.get("row") or {}
+            else:
+                raise Unprocessable(f"line {number} of {path.name}: unknown record kind {kind!r}")
+            position = order.index(kind)
+            # A table is complete once a later one starts: write what is pending before its children need it.
+            while current < position:
+                loader.flush(order[current])
+                current += 1
+            loader.add(kind, row)
+        for kind in order:
+            loader.flush(kind)
+        if merged:
+            keys = dict(Memory.objects.filter(bank=bank).values_list("memory_id", "pk"))
+            for memory_id, into in merged:
+                Memory.objects.filter(bank=bank, memory_id=memory_id).update(merged_into_id=keys.get(into))
+        audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba",
+                                                                            "counts": loader.counts})
+    return loader.counts
