@@ -23,6 +23,7 @@ from portability.jobs import job_start_async
 from portability.paths import PathNotAllowed, sanitize_upload_name
 from portability.roots import contained_path, portability_roots
 from portability.services import archive_stream
+from portability.services.bank_archive import bank_archive_stream
 
 MAX_LISTED = 200
 
@@ -141,6 +142,13 @@ def job_cancel(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
 @login_required
 def download(request: HttpRequest, bank_id: str) -> StreamingHttpResponse:
     bank = operator_bank(request, bank_id, "admin")
+    name = sanitize_upload_name(bank.bank_id)
+    if request.GET.get("full") == "1":
+        whole = bank_archive_stream(bank=bank, actor=actor(request))
+        response = StreamingHttpResponse((line.encode("utf-8") for line in whole),
+                                         content_type="application/jsonl")
+        response["Content-Disposition"] = f'attachment; filename="{name}.mhba.jsonl"'
+        return response
     lines = archive_stream(bank=bank, actor=actor(request),
                            include_embeddings=request.GET.get("embeddings") == "1")
     response = StreamingHttpResponse((line.encode("utf-8") for line in lines), content_type="application/jsonl")

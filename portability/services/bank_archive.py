@@ -102,38 +102,43 @@ def _dump_rows(bank: Bank, kind: str) -> Iterator[dict[str, Any]]:
         yield {name: _plain(value) for name, value in row.items()}
 
 
-def _ama_line(row: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _ama_line(row: dict[str, Any]) -> dict[str, Any]:
     """The AMA view of a memory row (what Astrocyte reads), with the full row beside it."""
     line = {"id": row["memory_id"], "text": row["text"], "fact_type": row["fact_type"], "tags": row["tags"],
             "metadata": row["metadata"], "occurred_at": row["occurred_at"], "created_at": row["created_at"],
             "retained_at": row["retained_at"], "source": row["source"], "memory_layer": row["memory_layer"]}
-    if links.get(row["memory_id"]):
-        line["links"] = links[row["memory_id"]]
     line["_mhba_row"] = {k: v for k, v in row.items() if k not in ("memory_id", "text")}
     return line
+
+
+def bank_archive_lines(bank: Bank, counts: dict[str, int] | None = None) -> Iterator[str]:
+    """The archive, line by line (a file export and a download stream the same lines)."""
+    counts = counts if counts is not None else {}
+    header = {"_ama_version": AMA_VERSION, "bank_id": bank.bank_id, "exported_at": timezone.now().isoformat(),
+              "provider": "memoryhub", "memory_count": Memory.objects.filter(bank=bank).count(),
+              "mhba_version": MHBA_VERSION}
+    yield json.dumps(header, ensure_ascii=False) + "\n"
+    yield json.dumps({"_mhba": "bank", "row": {k: getattr(bank, k) for k in SETTINGS}}, ensure_ascii=False) + "\n"
+    for kind, _, _ in TABLES:
+        counts[kind] = 0
+        for row in _dump_rows(bank, kind):
+            counts[kind] += 1
+            line = _ama_line(row) if kind == "memory" else {"_mhba": kind, "row": row}
+            yield json.dumps(line, ensure_ascii=False) + "\n"
+
+
+def bank_archive_stream(*, bank: Bank, actor: str) -> Iterator[str]:
+    """The archive for a download, audited like a file export."""
+    audit_record(actor=actor, action="bank.export", bank=bank, details={"format": "mhba", "download": True})
+    return bank_archive_lines(bank)
 
 
 def bank_archive_export(*, bank: Bank, dest: Path, actor: str) -> dict[str, int]:
     """Write the whole bank to ``dest`` atomically (0600); ``.gz`` compresses. Returns rows per table."""
     counts: dict[str, int] = {}
-    memory_count = Memory.objects.filter(bank=bank).count()
-    header = {"_ama_version": AMA_VERSION, "bank_id": bank.bank_id, "exported_at": timezone.now().isoformat(),
-              "provider": "memoryhub", "memory_count": memory_count, "mhba_version": MHBA_VERSION}
-    # Links ride on their source memory's AMA line too, so Astrocyte-side readers see them.
-    link_rows: dict[str, list[dict[str, Any]]] = {}
     with atomic_write(dest) as out:
-        out.write(json.dumps(header, ensure_ascii=False) + "\n")
-        out.write(json.dumps({"_mhba": "bank", "row": {k: getattr(bank, k) for k in SETTINGS}}) + "\n")
-        for kind, _, _ in TABLES:
-            counts[kind] = 0
-            rows = _dump_rows(bank, kind)
-            for row in rows:
-                counts[kind] += 1
-                if kind == "memory":
-                    line = _ama_line(row, link_rows)
-                else:
-                    line = {"_mhba": kind, "row": row}
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        for line in bank_archive_lines(bank, counts):
+            out.write(line)
     audit_record(actor=actor, action="bank.export", bank=bank, details={"format": "mhba", "counts": counts,
                                                                          "path": str(dest)})
     return counts

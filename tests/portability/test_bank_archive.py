@@ -89,3 +89,12 @@ def test_full_export_and_restore_over_http(api, make_bank, settings, tmp_path):
     assert response.status_code == 200 and response.json()["counts"]["legal_hold"] == 1
     again = api.post("/v1/import", {"bank_id": "user-alice", "path": str(tmp_path / "a.mhba.jsonl")})
     assert again.status_code == 409  # a restore never mixes into a bank that holds memories
+
+
+def test_the_whole_bank_downloads_from_the_transfer_page(admin_client, bank, tmp_path):
+    rich_bank(bank)
+    response = admin_client.get("/banks/user-alice/transfer/download?full=1")
+    assert response.status_code == 200 and "mhba.jsonl" in response["Content-Disposition"]
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert json.loads(lines[0])["mhba_version"] == 1
+    assert any(json.loads(line).get("_mhba") == "mental_model_revision" for line in lines)
