@@ -230,6 +230,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
+    # Jobs whose worker died are failed (and offered resume); orphan queued jobs and export temp files cleaned.
+    "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
 }
 
 # Providers.

@@ -7,12 +7,14 @@ from typing import Any
 from django.db import transaction
 
 from banks.models import Bank, Job, Memory
+from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_fail, job_finish, job_progress, job_start
 from banks.services.memories import bank_embedder
 from memoryhub.errors import MemoryHubError
 from portability.formats.registry import open_archive
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
+from portability.services.job_health import job_resume_params
 
 KINDS = ("import", "export", "reembed")
 
@@ -26,6 +28,13 @@ def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]
     return job
 
 
+def job_resume(*, job: Job, actor: str) -> Job:
+    """Start a new job that continues a failed or dead import after its last committed batch."""
+    resumed = job_start_async(kind=job.kind, bank=job.bank, actor=actor, params=job_resume_params(job))
+    audit_record(actor=actor, action="job.resume", bank=job.bank, target_ids=[str(job.pk), str(resumed.pk)])
+    return resumed
+
+
 def _import(job: Job) -> None:
     params = job.params
     path = contained_path(params["path"])
@@ -34,6 +43,7 @@ def _import(job: Job) -> None:
     report = archive_import(
         bank=job.bank, records=records, actor=job.created_by, on_conflict=params.get("on_conflict", "skip"),
         dry_run=params.get("dry_run", False), strict=params.get("strict", False),
+        skip_records=int(params.get("skip_records", 0)),
         source_label=f"import:{fmt}:{header.provider or path.name}",
         progress=lambda r: job_progress(job=job, done=r.lines, total=max(total or 0, r.lines) or None,
                                         counts=r.counts(), errors=r.errors),
@@ -100,4 +110,4 @@ def job_run(job: Job) -> None:
             raise
 
 
-__all__ = ["KINDS", "job_run", "job_start_async", "reembed_bank"]
+__all__ = ["KINDS", "job_resume", "job_run", "job_start_async", "reembed_bank"]

@@ -22,3 +22,11 @@ def run_job(job_id: int) -> None:
     job = _job(job_id)
     if job is not None:
         job_run(job)
+
+
+@shared_task(name="portability.sweep_jobs")
+def sweep_jobs() -> dict[str, int]:
+    """Periodic (Celery beat): dead jobs failed, orphan queued jobs ended, stale export temp files removed."""
+    from portability.services.job_health import jobs_sweep
+
+    return jobs_sweep()

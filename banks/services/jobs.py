@@ -79,6 +79,10 @@ def job_cancel_request(*, job: Job, actor: str) -> Job:
     if job.is_finished:
         raise Conflict(f"job {job.pk} has already finished ({job.state})")
     Job.objects.filter(pk=job.pk).update(cancel_requested=True)
+    if job_is_stale(job):
+        # Its worker is gone: nobody will see the flag, so the job ends now.
+        Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+            state=JobState.CANCELLED, finished_at=timezone.now(), message="cancelled; its worker had stopped")
     if job.state == JobState.QUEUED:
         # Never picked up: nothing runs, so it is cancelled at once.
         Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(state=JobState.CANCELLED,

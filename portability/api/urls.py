@@ -9,4 +9,5 @@ urlpatterns = [
     path("import", views.ImportApi.as_view(), name="import"),
     path("jobs/<int:job_id>", views.JobApi.as_view(), name="job"),
     path("jobs/<int:job_id>/cancel", views.JobCancelApi.as_view(), name="job-cancel"),
+    path("jobs/<int:job_id>/resume", views.JobResumeApi.as_view(), name="job-resume"),
 ]

@@ -15,7 +15,7 @@ from banks.services.jobs import job_cancel_request
 from memoryhub.errors import NotFound, Unprocessable
 from portability.formats.ama import AmaCountMismatch, AmaHeaderError
 from portability.formats.registry import UnknownFormat, max_decompressed_bytes, open_archive
-from portability.jobs import job_start_async
+from portability.jobs import job_resume, job_start_async
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
 from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
@@ -143,3 +143,14 @@ class JobCancelApi(BankApiView):
         if job is None:
             raise NotFound(f"job {job_id} not found")
         return ok(job_body(job_cancel_request(job=job, actor=self.actor(request))))
+
+
+class JobResumeApi(BankApiView):
+    """A failed or dead import continues in a new job after its last committed batch."""
+
+    def post(self, request: Request, job_id: int) -> Response:
+        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin")
+        job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return ok(job_body(job_resume(job=job, actor=self.actor(request))), status=202)

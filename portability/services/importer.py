@@ -57,6 +57,7 @@ class ImportReport:
     invalid: int = 0
     links: int = 0
     unresolved_links: int = 0
+    resumed_after: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     aborted: str | None = None
 
@@ -85,6 +86,17 @@ def _created_from_metadata(record: MemoryRecord) -> None:
     raw = (record.metadata or {}).get("_created_at")
     if record.created_at is None and isinstance(raw, str):
         record.created_at = parse_iso(raw)
+
+
+def _after(items: Iterable[MemoryRecord | RecordError], skip: int,
+           report: ImportReport) -> Iterator[MemoryRecord | RecordError]:
+    """A resumed import passes over the records its dead predecessor already committed."""
+    for index, item in enumerate(items):
+        if index < skip:
+            report.lines += 1
+            report.resumed_after = index + 1
+            continue
+        yield item
 
 
 def _batches(items: Iterable[MemoryRecord | RecordError], size: int) -> Iterator[list[MemoryRecord | RecordError]]:
@@ -300,6 +312,7 @@ def archive_import(
     source_label: str = "import",
     progress: Callable[[ImportReport], None] | None = None,
     extract_entities: bool = True,
+    skip_records: int = 0,
 ) -> ImportReport:
     """``records`` is a callable returning a fresh iterator (strict mode reads the archive twice)."""
     if on_conflict not in ON_CONFLICT:
@@ -330,7 +343,7 @@ def archive_import(
         # Written first, so rows of a batch that commits before a crash always sit under an import record.
         audit_record(actor=actor, action="bank.import.start", bank=bank,
                      details={"on_conflict": on_conflict, "source": source_label})
-    for batch in _batches(records(), batch_size):
+    for batch in _batches(_after(records(), skip_records, report), batch_size):
         importer.run_batch(batch)
         if progress:
             progress(report)

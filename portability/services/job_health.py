@@ -1,0 +1,93 @@
+"""The periodic check that keeps jobs honest when a worker dies.
+
+* A running job whose heartbeat stopped is marked failed, saying it can be resumed.
+* A queued job nobody ever picked up (its message was never sent, or was lost) is
+  marked failed after a grace period, so it does not wait forever.
+* Temporary files and directories left by killed exports (``atomic_write``'s
+  ``.<name>.*.tmp`` and directory exports' ``.<name>.*.partial``) are removed from
+  the portability roots once they are older than any live export could be.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from banks.models import Job, JobState
+from banks.services.jobs import STALE_AFTER, job_is_stale
+from memoryhub.errors import Conflict
+from portability.roots import portability_roots
+
+RESUMABLE = ("import",)
+
+
+def _queued_grace() -> timedelta:
+    return timedelta(seconds=int(getattr(settings, "MEMORYHUB_JOB_QUEUED_GRACE_SECONDS", 3600)))
+
+
+def _temp_grace_seconds() -> int:
+    return int(getattr(settings, "MEMORYHUB_EXPORT_TEMP_GRACE_SECONDS", 6 * 3600))
+
+
+def jobs_mark_dead(now: Any = None) -> dict[str, int]:
+    now = now or timezone.now()
+    stale = Job.objects.filter(Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True),
+                               state=JobState.RUNNING)
+    dead = 0
+    for job in stale:
+        note = " Resume it to continue after the last committed batch." if job.kind in RESUMABLE else ""
+        dead += Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+            state=JobState.FAILED, finished_at=now,
+            message=f"The worker stopped (no heartbeat since {job.heartbeat_at or job.started_at}).{note}",
+            result={**job.result, "resumable": job.kind in RESUMABLE})
+    orphans = Job.objects.filter(state=JobState.QUEUED, created_at__lt=now - _queued_grace()).update(
+        state=JobState.FAILED, finished_at=now, message="No worker ever picked this job up; start it again.")
+    return {"dead": dead, "orphaned": orphans}
+
+
+def export_temp_files_remove(roots: list[Path] | None = None) -> int:
+    """Remove temporary export files and directories older than the grace period; return how many."""
+    cutoff = time.time() - _temp_grace_seconds()
+    removed = 0
+    for root in roots if roots is not None else portability_roots():
+        if not root.is_dir():
+            continue
+        for path in root.rglob(".*"):
+            if not (path.name.endswith(".tmp") or path.name.endswith(".partial")):
+                continue
+            try:
+                if path.lstat().st_mtime > cutoff:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+def jobs_sweep() -> dict[str, int]:
+    return {**jobs_mark_dead(), "temp_files": export_temp_files_remove()}
+
+
+def job_resume_params(job: Job) -> dict[str, Any]:
+    """The parameters of a job continuing a failed import after its last committed batch."""
+    if job.kind not in RESUMABLE:
+        raise Conflict(f"a {job.kind} job cannot be resumed; start it again")
+    if job_is_stale(job):
+        jobs_mark_dead()
+        job.refresh_from_db()
+    if job.state != JobState.FAILED:
+        raise Conflict(f"job {job.pk} is {job.state}; only a failed or dead import can be resumed")
+    # Progress is written after each batch commits, so progress_done counts the records already handled.
+    done = max(int(job.progress_done or 0), int(job.params.get("skip_records", 0)))
+    return {**job.params, "skip_records": done, "resume_of": job.pk}
