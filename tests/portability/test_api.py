@@ -157,7 +157,7 @@ def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_w
 
     make_bank("user-alice")
     client = ApiClient(make_token())
-    total = 6000
+    total = 3000
     with (tmp_path / "big.ama.jsonl").open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "exported_at": "", "provider": "p",
                              "memory_count": total}) + "\n")
