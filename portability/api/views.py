@@ -98,6 +98,8 @@ class ImportApi(BankApiView):
         if body.format in (None, "mhba") and is_bank_archive(source):
             if body.dry_run or body.strict:
                 raise Unprocessable("a whole-bank archive restores all or nothing; dry_run and strict do not apply")
+            if bank.is_never_written:
+                bank = self.bank(request, body.bank_id, "admin", create=True)
             try:
                 counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request),
                                              max_bytes=max_decompressed_bytes())
@@ -149,7 +151,7 @@ class JobResumeApi(BankApiView):
     """A failed or dead import continues in a new job after its last committed batch."""
 
     def post(self, request: Request, job_id: int) -> Response:
-        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin")
+        bank = self.bank(request, self.body(request, JobQuery).bank_id, "admin", must_exist=True)
         job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
         if job is None:
             raise NotFound(f"job {job_id} not found")

@@ -60,7 +60,7 @@ class Command(BaseCommand):
     def _restore(self, source: Path, options: dict[str, Any]) -> None:
         if options["dry_run"] or options["strict"]:
             raise CommandError("a whole-bank archive restores all or nothing; --dry-run and --strict do not apply")
-        bank = cli_bank(options["bank"], create=options["create_bank"])
+        bank = cli_bank(options["bank"], create=True)
         try:
             counts = bank_archive_import(bank=bank, path=source, actor="cli", max_bytes=max_decompressed_bytes())
         except (MemoryHubError, ValueError, OSError) as exc:
