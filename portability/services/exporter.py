@@ -8,7 +8,11 @@ Files are written atomically (temporary file beside the target, fsync, rename).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -161,6 +165,32 @@ def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, 
 WRITERS = ("ama", "csv", "markdown", "amplihack")
 
 
+@contextmanager
+def _target(dest: Path, *, directory: bool) -> Iterator[Path]:
+    """A directory export is written into ``.<name>.<random>.partial`` beside ``dest`` and renamed into place
+    when complete, so a killed export never leaves a half-written directory under the final name (the periodic
+    job check removes stale ``.partial`` directories)."""
+    if not directory:
+        yield dest
+        return
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", suffix=".partial", dir=dest.parent))
+    try:
+        yield partial
+        old = None
+        if dest.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", suffix=".partial", dir=dest.parent))
+            os.rmdir(old)
+            os.rename(dest, old)
+        os.rename(partial, dest)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
 def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_embeddings: bool = False
                       ) -> ExportReport:
     """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON)."""
@@ -174,8 +204,8 @@ def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_e
     if fmt not in writers:
         raise ValueError(f"cannot export as {fmt!r}; use one of: {', '.join(WRITERS)}")
     header = ArchiveHeader(format=fmt, bank_id=bank.bank_id, provider="memoryhub")
-    with _snapshot():
-        count = writers[fmt](dest, header, _records(bank, include_embeddings=False, include_entities=True,
+    with _snapshot(), _target(dest, directory=fmt == "markdown") as target:
+        count = writers[fmt](target, header, _records(bank, include_embeddings=False, include_entities=True,
                                                     include_observations=fmt == "csv", include_archived=False))
     audit_record(actor=actor, action="bank.export", bank=bank, details={"path": str(dest), "format": fmt,
                                                                        "exported_count": count})

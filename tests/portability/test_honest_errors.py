@@ -97,3 +97,24 @@ def test_uploads_are_readable_by_the_server_user_only(admin_client, bank, settin
     admin_client.post("/banks/user-alice/transfer/upload",
                       {"archive": SimpleUploadedFile("u.ama.jsonl", HEADER.encode() + b"\n"), "root": str(tmp_path)})
     assert stat.S_IMODE(os.stat(tmp_path / "u.ama.jsonl").st_mode) == 0o600
+
+
+def test_a_directory_export_appears_whole_or_not_at_all(bank, tmp_path, monkeypatch):
+    from portability.formats import markdown
+    from portability.services.exporter import archive_export_as
+
+    for text in ("first fact", "second fact"):
+        memory_retain(bank=bank, text=text, actor="t", extract_entities=False)
+    original = markdown.write_markdown
+
+    def dies_half_way(path, header, records):
+        original(path, header, list(records)[:1])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(markdown, "write_markdown", dies_half_way)
+    with pytest.raises(OSError):
+        archive_export_as(bank=bank, dest=tmp_path / "notes", fmt="markdown", actor="t")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(markdown, "write_markdown", original)
+    assert archive_export_as(bank=bank, dest=tmp_path / "notes", fmt="markdown", actor="t").exported_count == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["notes"] and len(list((tmp_path / "notes").rglob("*.md"))) == 2
