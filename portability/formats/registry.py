@@ -79,6 +79,14 @@ def detect_format(path: Path) -> str:
         head = fp.read(65536)
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"
+    if name.endswith((".ama.jsonl", ".mhba.jsonl")):
+        # Named AMA: its own header errors ("missing _ama_version", "unsupported version") are the honest answer.
+        return "ama"
+    if not head.strip():
+        raise UnknownFormat(f"{path.name} is empty")
+    if b"\x00" in head:
+        raise UnknownFormat(f"{path.name} is a binary file, not one of the formats read here "
+                            f"({', '.join(sorted(READERS))})")
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
     first_line = text.split("\n", 1)[0]
     if name.endswith((".jsonl", ".ndjson")) or (first_line.startswith("{") and first_line.rstrip().endswith("}")):
@@ -102,8 +110,10 @@ def detect_format(path: Path) -> str:
             return "agentos_json"
     if name.endswith(".md"):
         return "markdown"
-    raise UnknownFormat(f"could not tell the format of {path.name}; name it explicitly "
-                        f"(one of: {', '.join(sorted(READERS))})")
+    raise UnknownFormat(
+        f"could not tell the format of {path.name}: not AMA or AgentOS NDJSON (the first line is not a JSON object), "
+        "not amplihack, AgentOS or ChatGPT JSON (none of their top-level keys), not CSV or Markdown (no .csv or .md "
+        f"name); name it explicitly (one of: {', '.join(sorted(READERS))})")
 
 
 def open_archive(path: Path, fmt: str | None = None, **options: Any

@@ -118,3 +118,23 @@ def test_a_directory_export_appears_whole_or_not_at_all(bank, tmp_path, monkeypa
     monkeypatch.setattr(markdown, "write_markdown", original)
     assert archive_export_as(bank=bank, dest=tmp_path / "notes", fmt="markdown", actor="t").exported_count == 2
     assert [p.name for p in tmp_path.iterdir()] == ["notes"] and len(list((tmp_path / "notes").rglob("*.md"))) == 2
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'{"id": "a", "text": "no header"}\n', "missing _ama_version"),
+    (b'{"_ama_version": 2}\n', "Unsupported AMA version 2"),
+    (b"", "AMA file is empty"),
+])
+def test_a_file_named_ama_gets_ama_errors(bank, tmp_path, content, message):
+    (tmp_path / "x.ama.jsonl").write_bytes(content)
+    with pytest.raises(CommandError, match=message):
+        run("memory_import", "--bank", "user-alice", "--input", str(tmp_path / "x.ama.jsonl"))
+
+
+def test_an_unknown_file_says_why_each_format_refused(bank, tmp_path):
+    (tmp_path / "x.dat").write_bytes(b"\x00\x01binary")
+    with pytest.raises(CommandError, match="binary file"):
+        run("memory_import", "--bank", "user-alice", "--input", str(tmp_path / "x.dat"))
+    (tmp_path / "y.txt").write_text("just some words\n")
+    with pytest.raises(CommandError, match="not AMA or AgentOS NDJSON"):
+        run("memory_import", "--bank", "user-alice", "--input", str(tmp_path / "y.txt"))
