@@ -14,6 +14,8 @@ from portability.formats.common import parse_time
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 MAX_BYTES = 500 * 1024 * 1024
+# Key under a node's metadata where our writer keeps what amplihack has no field for.
+WRAPPED = "memoryhub"
 EDGE_KINDS = ("similar_to", "derives_from", "supersedes", "transitioned_to")
 
 
@@ -46,18 +48,26 @@ def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
     def node(item: Any, kind: str, position: str) -> MemoryRecord | RecordError:
         if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item.get("memory_id"):
             return RecordError(position, "node needs memory_id and content")
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        raw_meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        # What our writer wrapped (fact type, the memory's own metadata, times, source, layer) comes back out.
+        ours = raw_meta.get(WRAPPED) if isinstance(raw_meta.get(WRAPPED), dict) else {}
+        meta = {k: v for k, v in raw_meta.items() if k not in (WRAPPED, "memoryhub_fact_type")}
         category = meta.get("category") or kind
-        fact = "experience" if kind == "episodic" or category == "episodic" else "world"
+        fact = raw_meta.get("memoryhub_fact_type") or ours.get("fact_type") or (
+            "experience" if kind == "episodic" or category == "episodic" else "world")
         keep = {k: v for k, v in item.items() if k not in {"memory_id", "content", "tags", "created_at",
                                                             "entity_name", "metadata"}}
+        own = ours.get("metadata") if isinstance(ours.get("metadata"), dict) else {}
         return MemoryRecord(
-            text=item["content"], memory_id=str(item["memory_id"]), fact_type=fact,
+            text=item["content"], memory_id=str(item["memory_id"]), fact_type=str(fact),
             tags=[str(t) for t in item.get("tags") or []],
-            metadata={"amplihack": {"node_kind": kind, "category": category, "metadata": item.get("metadata"),
-                                    **keep}},
-            created_at=parse_time(item.get("created_at")), occurred_at=parse_time(meta.get("source_date")),
-            source=f"amplihack:{item.get('source_label') or agent}",
+            metadata={**own, "amplihack": {"node_kind": kind, "category": category, "metadata": meta or None,
+                                           **keep}},
+            created_at=parse_time(item.get("created_at")),
+            occurred_at=parse_time(ours.get("occurred_at")) or parse_time(meta.get("source_date")),
+            memory_layer=ours.get("memory_layer") if isinstance(ours.get("memory_layer"), str) else None,
+            source=ours.get("source") if isinstance(ours.get("source"), str) else
+            f"amplihack:{item.get('source_label') or agent}",
             entities=[EntityRecord(name=item["entity_name"], entity_type="unknown")] if item.get("entity_name")
             else [],
             links=links.get(str(item["memory_id"]), []), position=position,
@@ -76,18 +86,23 @@ def write_amplihack(path: Path, header: ArchiveHeader, records: Iterable[MemoryR
     edges: dict[str, list[dict[str, Any]]] = {k: [] for k in EDGE_KINDS}
     for record in records:
         source = (record.metadata or {}).get("amplihack") or {}
+        wrapped = {"fact_type": record.fact_type, "source": record.source, "memory_layer": record.memory_layer,
+                   "occurred_at": record.occurred_at.isoformat() if record.occurred_at else None,
+                   "metadata": {k: v for k, v in (record.metadata or {}).items() if k != "amplihack"}}
         created = (record.created_at.replace(tzinfo=None).isoformat() if record.created_at else "")
         if source.get("node_kind") == "episodic":
             episodic.append({"memory_id": record.memory_id, "content": record.text,
                              "source_label": source.get("source_label", ""), "tags": record.tags,
-                             "metadata": source.get("metadata") or {}, "created_at": created})
+                             "metadata": {**(source.get("metadata") or {}), "memoryhub_fact_type": record.fact_type,
+                                          WRAPPED: wrapped}, "created_at": created})
         else:
             semantic.append({"memory_id": record.memory_id, "concept": source.get("concept") or
                              (record.tags[0] if record.tags else ""), "content": record.text,
                              "confidence": source.get("confidence", 0.8), "source_id": source.get("source_id", ""),
                              "tags": record.tags, "metadata": {**(source.get("metadata") or {}),
                                                                "category": source.get("category", "semantic"),
-                                                               "memoryhub_fact_type": record.fact_type},
+                                                               "memoryhub_fact_type": record.fact_type,
+                                                               WRAPPED: wrapped},
                              "created_at": created,
                              "entity_name": record.entities[0].name if record.entities else ""})
         for link in record.links:

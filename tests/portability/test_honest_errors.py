@@ -138,3 +138,23 @@ def test_an_unknown_file_says_why_each_format_refused(bank, tmp_path):
     (tmp_path / "y.txt").write_text("just some words\n")
     with pytest.raises(CommandError, match="not AMA or AgentOS NDJSON"):
         run("memory_import", "--bank", "user-alice", "--input", str(tmp_path / "y.txt"))
+
+
+def test_amplihack_round_trip_keeps_types_metadata_times_source_and_layer(bank, make_bank, tmp_path):
+    from datetime import UTC, datetime
+
+    from portability.services.exporter import archive_export_as
+
+    when = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
+    for text, fact in (("the sky is blue", "world"), ("I met Ann", "experience"), ("Ann likes tea", "observation")):
+        memory_retain(bank=bank, text=text, actor="t", fact_type=fact, metadata={"k": fact}, occurred_at=when,
+                      source="chat:1", memory_layer="episodic", extract_entities=False)
+    archive_export_as(bank=bank, dest=tmp_path / "a.json", fmt="amplihack", actor="t")
+    copy = make_bank("copy")
+    _, _, records = open_archive(tmp_path / "a.json")
+    assert archive_import(bank=copy, records=records, actor="t", extract_entities=False).imported == 3
+    for original in Memory.objects.filter(bank=bank):
+        back = Memory.objects.get(bank=copy, memory_id=original.memory_id)
+        assert (back.fact_type, back.occurred_at, back.source, back.memory_layer) == (
+            original.fact_type, original.occurred_at, original.source, original.memory_layer)
+        assert back.metadata["k"] == original.metadata["k"]
