@@ -59,6 +59,7 @@ ROUTES = [
     ("post", "/v1/import", {"bank_id": B, "path": "ROOT/in.ama.jsonl"}, "admin"),
     ("get", "/v1/jobs/JOB", {"bank_id": B}, "read"),
     ("post", "/v1/jobs/JOB/cancel", {"bank_id": B}, "admin"),
+    ("post", "/v1/jobs/DEAD/resume", {"bank_id": B}, "admin"),
     ("get", f"/v1/banks/{B}", {}, "read"),
     ("patch", f"/v1/banks/{B}", {"name": "Alice"}, "admin"),
     ("delete", f"/v1/banks/{B}", {"confirm": B}, "admin"),
@@ -82,11 +83,14 @@ def world(bank: Bank, settings, tmp_path) -> dict[str, str]:
     (tmp_path / "in.ama.jsonl").write_text('{"_ama_version": 1, "bank_id": "x", "exported_at": "", '
                                            '"provider": "p", "memory_count": 1}\n{"id": "a", "text": "imported"}\n')
     job = job_create(kind="import", actor="test", bank=bank)
+    dead = job_create(kind="import", actor="test", bank=bank, params={"path": str(tmp_path / "in.ama.jsonl")})
+    dead.state = "failed"
+    dead.save(update_fields=["state"])
     memory_retain(bank=bank, text="Alice Smith likes jazz.", actor="test")
     mental_model_create(bank=bank, model_id="mm", title="Model", content="# A\n\ntext", actor="test")
     directive_create(bank=bank, rule_text="Be kind.", directive_id="dir", actor="test")
     obs = observation_create(bank=bank, text="Jazz fan.", actor="test")
-    return {"OBS": obs.observation_id, "ROOT": str(tmp_path), "JOB": str(job.pk)}
+    return {"OBS": obs.observation_id, "ROOT": str(tmp_path), "JOB": str(job.pk), "DEAD": str(dead.pk)}
 
 
 def call(client: ApiClient, method: str, path: str, payload: dict, world: dict[str, str]):
@@ -142,7 +146,7 @@ def test_the_matrix_covers_every_route_with_a_bank():
     covered = {p for _, p, _, _ in ROUTES}
     bankless = {"/v1/openapi.json", "/v1/docs", "/v1/banks", "/v1/admin/banks", "/v1/admin/banks/health"}
     names = {"mm": "{model_id}", "OBS": "{observation_id}", "dir": "{directive_id}", B: "{bank_id}",
-             "1": "{number}", "JOB": "{job_id}", "h1": "{hold_id}"}
+             "1": "{number}", "JOB": "{job_id}", "DEAD": "{job_id}", "h1": "{hold_id}"}
     normalised = {"/".join(names.get(segment, segment) for segment in p.split("/")) for p in covered}
     missing = {r for r in _v1_routes() - bankless if r not in normalised
                and not r.startswith(("/v1/agent", "/v1/ingest"))}
