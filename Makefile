@@ -23,6 +23,7 @@ chromium:
 	    else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
 
 test: $(STAMP) chromium
+	$(VENV)/bin/mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
@@ -38,6 +39,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean-db:
 	rm -rf var/

@@ -14,6 +14,8 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 
 from banks.models import Bank, BankMembership, BankRole
@@ -80,15 +82,15 @@ def principal_for_token(token: object) -> Principal:
     return Principal(label=f"token:{token.prefix}", grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
 
 
-def principal_for_user(user: object) -> Principal:
+def principal_for_user(user: AbstractBaseUser | AnonymousUser) -> Principal:
     if getattr(user, "is_superuser", False):
-        return Principal(label=f"user:{user.get_username()}", is_superuser=True, user_id=user.pk)  # type: ignore[attr-defined]
+        return Principal(label=f"user:{user.get_username()}", is_superuser=True, user_id=user.pk)
     grants = [
         (bank_id, ROLE_PERMISSIONS.get(role, frozenset()))
-        for bank_id, role in BankMembership.objects.filter(user=user, bank__deleted_at__isnull=True)
+        for bank_id, role in BankMembership.objects.filter(user_id=user.pk or 0, bank__deleted_at__isnull=True)
         .values_list("bank__bank_id", "role")
     ]
-    return Principal(label=f"user:{user.get_username()}", grants=grants, user_id=user.pk)  # type: ignore[attr-defined]
+    return Principal(label=f"user:{user.get_username()}", grants=grants, user_id=user.pk)
 
 
 def bank_for(principal: Principal, bank_id: str, permission: str, *, create: bool = False,

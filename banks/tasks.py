@@ -23,10 +23,11 @@ def consolidate_observations(job_id: int) -> None:
     job = Job.objects.select_related("bank").filter(pk=job_id).first()
     if job is None or job.bank is None or job.is_finished:
         return
+    bank = job.bank
     try:
         job = job_start(job=job)
         outcome = observations_consolidate(
-            bank=job.bank, actor=job.created_by or "worker",
+            bank=bank, actor=job.created_by or "worker",
             progress=lambda done, total: job_progress(job=job, done=done, total=total),
         )
     except JobCancelled:

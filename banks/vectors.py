@@ -7,6 +7,9 @@ PostgreSQL to pick that index, so every distance expression is built here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from banks.models.memories import INDEXED_DIMENSIONS
 
 
@@ -39,7 +42,7 @@ def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
     cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, min(1000, limit))])
 
 
-def nearest_rows(sql_template: str, params_for: "callable", *, limit: int) -> list[tuple]:  # noqa: UP037
+def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int) -> list[tuple[Any, ...]]:
     """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields nothing.
 
     ``sql_template`` has an ``{order}`` slot for the ORDER BY expression and ``params_for(order_sql)``

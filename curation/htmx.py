@@ -13,4 +13,4 @@ def htmx_template(request: HttpRequest, template: str, partial: str) -> str:
 
 def is_htmx(request: HttpRequest) -> bool:
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted
+    return htmx is not None and bool(htmx) and not htmx.boosted

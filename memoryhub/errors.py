@@ -148,7 +148,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     exc = database_error_as_domain_error(exc) or exc
     if isinstance(exc, MemoryHubError):
         body = error_body(exc.status, exc.code, exc.message, **exc.extra)
-        if getattr(exc, "field", None):
+        if isinstance(exc, InvalidInput) and exc.field:
             body["error"]["field"] = exc.field
         response = Response(body, status=exc.status)
         if isinstance(exc, ServiceUnavailable):
@@ -163,13 +163,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     elif isinstance(exc, PermissionDenied):
         exc = drf.PermissionDenied()
     if isinstance(exc, drf.Throttled):
-        wait = exc.wait or 1
-        response = Response(
+        # Throttled.__init__ sets ``wait``; the stubs do not declare it.
+        wait = getattr(exc, "wait", None) or 1
+        throttled = Response(
             error_body(429, "rate_limited", "Rate limit exceeded", retry_after=wait, retry_after_seconds=wait),
             status=429,
         )
-        response["Retry-After"] = str(max(1, int(wait + 0.999)))
-        return response
+        throttled["Retry-After"] = str(max(1, int(wait + 0.999)))
+        return throttled
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("unhandled error in %s", context.get("view"))

@@ -35,13 +35,20 @@ def job_resume(*, job: Job, actor: str) -> Job:
     return resumed
 
 
+def _bank(job: Job) -> Bank:
+    if job.bank is None:
+        # The bank was deleted after the job was queued (the foreign key is SET_NULL).
+        raise MemoryHubError("the job's bank no longer exists")
+    return job.bank
+
+
 def _import(job: Job) -> None:
     params = job.params
     path = contained_path(params["path"])
     fmt, header, records = open_archive(path, params.get("format"))
     total = header.memory_count if isinstance(header.memory_count, int) else None
     report = archive_import(
-        bank=job.bank, records=records, actor=job.created_by, on_conflict=params.get("on_conflict", "skip"),
+        bank=_bank(job), records=records, actor=job.created_by, on_conflict=params.get("on_conflict", "skip"),
         dry_run=params.get("dry_run", False), strict=params.get("strict", False),
         skip_records=int(params.get("skip_records", 0)),
         source_label=f"import:{fmt}:{header.provider or path.name}",
@@ -61,7 +68,7 @@ def _export(job: Job) -> None:
     params = job.params
     dest = contained_path(params["path"])
     report = archive_export(
-        bank=job.bank, dest=dest, actor=job.created_by, include_embeddings=params.get("include_embeddings", False),
+        bank=_bank(job), dest=dest, actor=job.created_by, include_embeddings=params.get("include_embeddings", False),
         include_entities=params.get("include_entities", True),
         include_observations=params.get("include_observations", True),
         progress=lambda done, total: job_progress(job=job, done=done, total=total),
@@ -92,7 +99,7 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500) -> int
 
 
 def _reembed(job: Job) -> None:
-    done = reembed_bank(bank=job.bank, job=job)
+    done = reembed_bank(bank=_bank(job), job=job)
     job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
 
 

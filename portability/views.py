@@ -68,10 +68,10 @@ def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
         upload = request.FILES.get("archive")
         if upload is None:
             raise MemoryHubError("Choose a file to upload.")
-        if upload.size > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
+        if (upload.size or 0) > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
             raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
         root = contained_path(request.POST.get("root", ""))
-        dest = contained_path(root / sanitize_upload_name(upload.name))
+        dest = contained_path(root / sanitize_upload_name(upload.name or ""))
         if dest.exists():
             raise MemoryHubError(f"{dest.name} already exists in {root}; rename the file first.")
         # Same mode as exports: an archive holds a bank's memories, so only the server's user reads it.

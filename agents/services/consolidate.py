@@ -52,7 +52,7 @@ def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) ->
                                                 reason="consolidation: nothing left to say"))
         merged_away: set[int] = set()
         for memory in live.filter(embedding_dims__isnull=False).order_by("retained_at")[:MAX_SCANNED]:
-            if memory.pk in merged_away:
+            if memory.pk in merged_away or memory.embedding is None:
                 continue
             nearest = nearest_live_memory(bank, [float(x) for x in memory.embedding], memory.embedding_dims or 0,
                                           exclude_pk=memory.pk)

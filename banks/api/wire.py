@@ -70,6 +70,7 @@ def parse(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        errors = exc.errors()
+        field = ".".join(str(p) for p in errors[0]["loc"]) if errors else None
+        field = field or None
         raise InvalidInput(format_errors(exc), field=field, prefix=False) from None

@@ -115,7 +115,7 @@ class OpenAICompatibleLanguageModel:
             f"Purpose: {scope}\n\n" + "\n".join(f"- {t}" for t in texts),
         )
         gaps = [
-            Gap(topic=str(g.get("topic", "")), severity=g.get("severity") if g.get("severity") in
+            Gap(topic=str(g.get("topic", "")), severity=str(g.get("severity")) if g.get("severity") in
                 {"high", "medium", "low"} else "medium", reason=str(g.get("reason", "")))
             for g in data.get("gaps", [])
             if isinstance(g, dict)

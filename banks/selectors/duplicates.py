@@ -34,6 +34,8 @@ def duplicate_clusters(*, bank: Bank, threshold: float, limit: int = 50) -> list
         return x
 
     for memory in recent:
+        if memory.embedding is None:
+            continue
         nearest = nearest_live_memory(bank, [float(v) for v in memory.embedding], memory.embedding_dims or 0,
                                       exclude_pk=memory.pk)
         if not nearest or nearest[1] < threshold:

@@ -72,7 +72,8 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
     if filters.as_of is not None:
         clauses.append("o.created_at <= %s")
         params.append(filters.as_of)
-    sql = (f"SELECT o.id, 1 - {distance} FROM banks_observation o WHERE {' AND '.join(clauses)} "
+    # Vetted: the interpolated parts are distance_sql() (an int-cast dimension) and fixed clause strings; values are parameters.
+    sql = (f"SELECT o.id, 1 - {distance} FROM banks_observation o WHERE {' AND '.join(clauses)} "  # noqa: S608
            f"ORDER BY {distance} LIMIT %s")
     with transaction.atomic(), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)

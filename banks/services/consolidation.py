@@ -34,7 +34,8 @@ class ConsolidationOutcome:
 def _neighbours(bank: Bank, memory: Memory, candidates: set[int], similarity: float) -> list[int]:
     dims = memory.embedding_dims or 0
     distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE id = %s)")
-    sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "
+    # Vetted: {distance} comes from distance_sql() with an int-cast dimension and a fixed subquery; values are parameters.
+    sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "  # noqa: S608
            f"AND archived_at IS NULL AND forgotten_at IS NULL AND id <> %s ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2],
                         limit=MAX_CLUSTER * 2)
@@ -47,7 +48,8 @@ def _matching_observation(bank: Bank, text: str) -> Observation | None:
 
     vector = vector_literal(embedder.embed([text])[0])
     distance = distance_sql(embedder.dimensions, column="embedding")
-    sql = (f"SELECT id, 1 - {distance} FROM banks_observation WHERE bank_id = %s AND embedding_dims = %s "
+    # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
+    sql = (f"SELECT id, 1 - {distance} FROM banks_observation WHERE bank_id = %s AND embedding_dims = %s "  # noqa: S608
            f"AND deleted_at IS NULL AND invalidated_at IS NULL ORDER BY {distance}{{exact}} LIMIT 1")
     rows = nearest_rows(sql, lambda: [vector, bank.pk, embedder.dimensions, vector], limit=1)
     row = rows[0] if rows else None

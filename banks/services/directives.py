@@ -7,6 +7,7 @@ Active directives in scope are put ahead of everything else by recall and reflec
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import transaction
 
@@ -54,7 +55,7 @@ def directive_update(*, directive: MentalModel, actor: str, rule_text: str | Non
             model=directive, doc=doc or StructuredDocument.model_validate(directive.structured_doc),
             actor=actor, action="update", expected_revision=expected_revision, scope=scope,
         )
-    flags = {}
+    flags: dict[str, Any] = {}
     if is_active is not None and is_active != directive.is_active:
         flags["is_active"] = is_active
     if priority is not None and priority != directive.priority:

@@ -93,8 +93,9 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
                         ) -> tuple[str, float] | None:
     """The most similar live memory of the bank and its cosine similarity."""
     distance = distance_sql(dims)
+    # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (
-        f"SELECT memory_id, 1 - {distance} FROM banks_memory "
+        f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
         + ("AND id <> %s " if exclude_pk else "")
         + f"ORDER BY {distance}{{exact}} LIMIT 1"

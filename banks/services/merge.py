@@ -9,6 +9,8 @@ mentions and observation evidence move to the survivor.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -31,7 +33,7 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
     now = timezone.now()
     with transaction.atomic():
         tags = list(dict.fromkeys([*survivor.tags, *(t for o in others for t in o.tags)]))
-        metadata = {}
+        metadata: dict[str, Any] = {}
         for other in reversed(others):
             metadata.update(other.metadata or {})
         metadata.update(survivor.metadata or {})

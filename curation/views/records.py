@@ -136,7 +136,7 @@ def _may_mint(request: HttpRequest) -> bool:
 
 def _tokens_page(request: HttpRequest, form: TokenForm | None = None, status: int = 200) -> HttpResponse:
     principal = operator(request)
-    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
+    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by_id=request.user.pk)
     return render(request, "curation/tokens.html", {
         "tokens": rows.order_by("-created_at")[:500], "form": form or TokenForm(permissions=PERMISSIONS),
         "banks": principal.visible_banks().order_by("bank_id")[:500], "may_mint": _may_mint(request),
@@ -185,7 +185,7 @@ def token_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
-    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by=request.user)
+    rows = ApiToken.objects.all() if request.user.is_superuser else ApiToken.objects.filter(created_by_id=request.user.pk)
     token = rows.filter(prefix=prefix).first()
     if token is None:
         raise Http404("No such token")

@@ -48,9 +48,9 @@ def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
     def node(item: Any, kind: str, position: str) -> MemoryRecord | RecordError:
         if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item.get("memory_id"):
             return RecordError(position, "node needs memory_id and content")
-        raw_meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        raw_meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
         # What our writer wrapped (fact type, the memory's own metadata, times, source, layer) comes back out.
-        ours = raw_meta.get(WRAPPED) if isinstance(raw_meta.get(WRAPPED), dict) else {}
+        ours: dict[str, Any] = raw_meta[WRAPPED] if isinstance(raw_meta.get(WRAPPED), dict) else {}
         meta = {k: v for k, v in raw_meta.items() if k not in (WRAPPED, "memoryhub_fact_type")}
         category = meta.get("category") or kind
         fact = raw_meta.get("memoryhub_fact_type") or ours.get("fact_type") or (

@@ -55,7 +55,7 @@ def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord
                 if (cells.get("metadata") or "").strip():
                     try:
                         metadata = json.loads(cells["metadata"])
-                    except ValueError as exc:
+                    except json.JSONDecodeError as exc:
                         yield RecordError(line, f"metadata is not valid JSON: {exc.msg}")
                         continue
                     if not isinstance(metadata, dict):

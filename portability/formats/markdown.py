@@ -76,7 +76,8 @@ def _note(path: Path, root: Path, obsidian: bool) -> MemoryRecord | RecordError:
             tag = tag.rstrip("/-")
             if tag and not _HEX.match(tag) and tag not in tags:
                 tags.append(tag)
-        wikilinks, embeds = [], []
+        wikilinks: list[dict[str, str]] = []
+        embeds: list[dict[str, str]] = []
         for bang, target, heading, alias in _WIKILINK.findall(body):
             entry = {"target": target.strip(), **({"heading": heading} if heading else {}),
                      **({"alias": alias} if alias else {})}

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 
 from django.db import connection, transaction
 from django.db.models import Prefetch
@@ -111,8 +112,9 @@ class _snapshot:  # noqa: N801  (used like transaction.atomic)
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
-    def __exit__(self, *exc: object) -> None:
-        self._atomic.__exit__(*exc)
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._atomic.__exit__(exc_type, exc, traceback)
 
 
 def archive_export(
