@@ -93,13 +93,37 @@ class ServiceUnavailable(MemoryHubError):
 DATABASE_RETRY_AFTER = 5
 
 
+# Unique constraints a concurrent writer can trip, and what the loser is told.
+UNIQUE_CONFLICTS = {
+    "memory_content_unique_per_bank": "A live memory of this bank already holds the same content",
+    "memory_id_unique_per_bank": "A memory with this memory_id already exists in the bank",
+    "entity_id_unique_per_bank": "An entity with this id already exists in the bank",
+    "entity_link_unique": "These entities are already linked this way",
+    "memory_link_unique": "These memories are already linked this way",
+}
+
+
+def violated_constraint(exc: BaseException) -> str | None:
+    """The name of the constraint an IntegrityError reports (from the driver's diagnostics, not its message)."""
+    cause = exc.__cause__ or exc
+    diag = getattr(cause, "diag", None)
+    return getattr(diag, "constraint_name", None)
+
+
 def database_error_as_domain_error(exc: BaseException) -> MemoryHubError | None:
     """The answer a database error deserves, or None when it is a bug (a 500).
 
     An unreachable or restarting server (OperationalError, InterfaceError) is a 503 the
-    client retries; a value the column type refuses (DataError) is the caller's 400.
+    client retries; a value the column type refuses (DataError) is the caller's 400; a unique
+    constraint lost to a concurrent writer is a 409 naming the constraint.
     """
-    from django.db import DataError, InterfaceError, OperationalError
+    from django.db import DataError, IntegrityError, InterfaceError, OperationalError
+
+    if isinstance(exc, IntegrityError):
+        constraint = violated_constraint(exc)
+        if constraint in UNIQUE_CONFLICTS:
+            return Conflict(f"{UNIQUE_CONFLICTS[constraint]}; reload and try again", constraint=constraint)
+        return None
 
     if isinstance(exc, OperationalError | InterfaceError):
         return ServiceUnavailable("The database is unavailable; try again shortly",
@@ -150,10 +174,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
         body = error_body(exc.status, exc.code, exc.message, **exc.extra)
         if isinstance(exc, InvalidInput) and exc.field:
             body["error"]["field"] = exc.field
-        response = Response(body, status=exc.status)
+        domain = Response(body, status=exc.status)
         if isinstance(exc, ServiceUnavailable):
-            response["Retry-After"] = str(exc.retry_after)
-        return response
+            domain["Retry-After"] = str(exc.retry_after)
+        return domain
     if isinstance(exc, ProviderError):
         return Response(error_body(503, "provider_unavailable", str(exc), provider=exc.provider), status=503)
     if isinstance(exc, DjangoValidationError):

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from memoryhub.errors import (
+    Conflict,
     MemoryHubError,
     ServiceUnavailable,
     database_error_as_domain_error,
@@ -40,8 +41,13 @@ def service_unavailable_page(request: HttpRequest, message: str) -> HttpResponse
 
 
 def database_unavailable_response(request: HttpRequest, exception: Exception) -> HttpResponse | None:
-    """A 503 with Retry-After when ``exception`` says the database cannot be reached, else None."""
+    """A 503 with Retry-After when ``exception`` says the database cannot be reached, a 409 when a
+    concurrent writer won a unique constraint, else None."""
     answer = database_error_as_domain_error(exception)
+    if isinstance(answer, Conflict):
+        if is_api_request(request):
+            return JsonResponse(error_body(409, answer.code, answer.message, **answer.extra), status=409)
+        return domain_error(request, answer)
     if not isinstance(answer, ServiceUnavailable):
         return None
     if is_api_request(request):

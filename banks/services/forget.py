@@ -5,7 +5,8 @@
   history ``as_of`` an earlier moment still sees it (Astrocyte's SQL stores do
   the same), but nothing else does.
 * compliance: the rows are removed for good; only the audit event remains,
-  and it holds no text of what was deleted. It overrides legal holds and names them.
+  and it holds no text of what was deleted. It overrides legal holds and names them. A big
+  erasure runs in chunks, one transaction and one audit event each.
 * erase (``memory_ids`` only): text, embedding, metadata and entity links are purged and the row
   stays as a tombstone, so a client following the changes feed learns of it.
 * A bank under legal hold refuses delete and erase (409); archive stays allowed.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet, Value
@@ -23,10 +25,13 @@ from django.utils import timezone
 
 from banks.models import Bank, Memory, MemoryEntity, ObservationEvidence
 from banks.selectors.holds import active_hold_ids
-from banks.services.audit import audit_record
+from banks.services.audit import MAX_TARGET_IDS, audit_record
 from banks.services.holds import ensure_not_held
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
+
+# Rows erased per transaction by a compliance forget (as bank deletion does).
+ERASE_CHUNK = 5000
 
 
 @dataclass
@@ -81,6 +86,13 @@ def memory_forget(
         ensure_not_held(bank)
     if not compliance and not archive:
         ensure_not_held(bank)
+    criteria = {
+        "memory_ids": (memory_ids or [])[:100], "tags": tags or [], "scope": scope,
+        "before_date": before_date.isoformat() if before_date else None,
+    }
+    if compliance:
+        return _erase(bank=bank, selection=selection, actor=actor, reason=reason, criteria=criteria,
+                      overridden_holds=overridden_holds)
     now = timezone.now()
     outcome = ForgetOutcome()
     with transaction.atomic():
@@ -92,12 +104,6 @@ def memory_forget(
             Memory.objects.filter(bank=bank, memory_id__in=ids).update(
                 text="", embedding=None, metadata={}, tags=[], source=None, content_hash="", pii=False,
                 forgotten_at=Coalesce("forgotten_at", Value(now)), updated_at=now)
-            outcome.deleted_count = len(ids)
-        elif compliance:
-            # Erase every matching row, also archived and tombstoned ones.
-            ids = list(selection.values_list("memory_id", flat=True))
-            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
-            Memory.objects.filter(bank=bank, memory_id__in=ids).delete()
             outcome.deleted_count = len(ids)
         elif archive:
             # The one archive operation; this call writes its own audit event below, with the criteria.
@@ -113,22 +119,51 @@ def memory_forget(
             Memory.objects.filter(bank=bank, memory_id__in=ids).update(forgotten_at=now, updated_at=now)
             outcome.deleted_count = len(ids)
         outcome.memory_ids = ids
-        action = "memory.erase" if compliance or erase else ("memory.archive" if archive else "memory.forget")
+        action = "memory.erase" if erase else ("memory.archive" if archive else "memory.forget")
         audit_record(
-            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=compliance or erase,
-            details={
-                "criteria": {
-                    "memory_ids": (memory_ids or [])[:100], "tags": tags or [], "scope": scope,
-                    "before_date": before_date.isoformat() if before_date else None,
-                },
-                "deleted_count": outcome.deleted_count,
-                "archived_count": outcome.archived_count,
-                **({"overrode_holds": overridden_holds} if overridden_holds else {}),
-            },
+            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=erase,
+            details={"criteria": criteria, "deleted_count": outcome.deleted_count,
+                     "archived_count": outcome.archived_count},
         )
         if ids and not archive:
             observations_invalidate_for_memories(bank=bank, memory_ids=ids, actor=actor,
                                                  reason="source memories forgotten")
+    return outcome
+
+
+def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
+           criteria: dict[str, Any], overridden_holds: list[Any]) -> ForgetOutcome:
+    """Remove every matching row (archived and tombstoned ones too), ERASE_CHUNK rows per transaction,
+    so erasing a whole big bank never holds all its ids in memory or one huge transaction open. Each
+    chunk writes its own audit event: whatever stops the erasure half-way, what was erased is recorded."""
+    outcome = ForgetOutcome()
+    holds = {"overrode_holds": overridden_holds} if overridden_holds else {}
+    last_pk = 0
+    chunk_number = 0
+    while True:
+        with transaction.atomic():
+            rows = list(selection.filter(pk__gt=last_pk).order_by("pk").values_list("pk", "memory_id")[:ERASE_CHUNK])
+            if not rows:
+                break
+            last_pk = rows[-1][0]
+            ids = [memory_id for _, memory_id in rows]
+            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
+            Memory.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+            chunk_number += 1
+            outcome.deleted_count += len(ids)
+            audit_record(actor=actor, action="memory.erase", bank=bank, target_ids=ids, reason=reason,
+                         compliance=True, details={"criteria": criteria, "deleted_count": len(ids),
+                                                   "chunk": chunk_number, "archived_count": 0, **holds})
+            observations_invalidate_for_memories(bank=bank, memory_ids=ids, actor=actor,
+                                                 reason="source memories forgotten")
+        if len(outcome.memory_ids) < MAX_TARGET_IDS:
+            outcome.memory_ids.extend(ids[:MAX_TARGET_IDS - len(outcome.memory_ids)])
+        if len(rows) < ERASE_CHUNK:
+            break
+    if not chunk_number:
+        # Nothing matched: the request is still recorded.
+        audit_record(actor=actor, action="memory.erase", bank=bank, reason=reason, compliance=True,
+                     details={"criteria": criteria, "deleted_count": 0, "archived_count": 0, **holds})
     return outcome
 
 

@@ -16,11 +16,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
-from banks.models import Bank, Entity, Memory, MemoryEntity
+from banks.models import Bank, Memory
 from banks.providers import get_embedder, get_llm
 from banks.services.audit import audit_record
+from banks.services.entities import attach_entities
+from banks.services.locks import lock_bank_for_new_content
 from banks.vectors import distance_sql, nearest_rows, vector_literal
-from memoryhub.errors import Conflict, InvalidInput, NotFound
+from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
 
@@ -110,30 +112,6 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     return (row[0], float(row[1])) if row else None
 
 
-def attach_entities(memory: Memory, entities: list[dict[str, Any]]) -> list[Entity]:
-    """Create or reuse the bank's entities by name and link them to the memory."""
-    attached = []
-    for item in entities:
-        name = str(item.get("name", "")).strip()[:500]
-        if not name:
-            continue
-        entity_id = str(item.get("id") or item.get("entity_id") or name.lower())[:255]
-        entity, created = Entity.objects.get_or_create(
-            bank_id=memory.bank_id,
-            entity_id=entity_id,
-            defaults={
-                "name": name,
-                "entity_type": str(item.get("entity_type") or item.get("type") or "OTHER")[:64],
-                "aliases": [str(a)[:500] for a in (item.get("aliases") or [])],
-            },
-        )
-        _, linked = MemoryEntity.objects.get_or_create(memory=memory, entity=entity)
-        if linked:
-            Entity.objects.filter(pk=entity.pk).update(mention_count=entity.mention_count + 1)
-        attached.append(entity)
-    return attached
-
-
 def memory_retain(
     *,
     bank: Bank,
@@ -163,23 +141,28 @@ def memory_retain(
     occurred_at = validate_time(occurred_at, "occurred_at")
     created_at = validate_time(created_at, "created_at")
     digest = content_hash(text)
-    existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
-    if existing:
-        return RetainOutcome(stored=False, memory_id=existing, deduplicated=True, duplicate_of=existing,
-                             similarity=1.0, error="Duplicate content", retention_action="deduplicated")
     embedder = bank_embedder(bank)
+    # A first look before any remote call, so a duplicate costs no embedding or entity extraction.
+    duplicate = _exact_duplicate(bank, digest)
+    if duplicate:
+        return duplicate
     vector = embedder.embed([text])[0]
     if near_dedup:
-        nearest = nearest_live_memory(bank, vector, embedder.dimensions)
-        if nearest and nearest[1] >= bank.dedup_threshold:
-            return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],
-                                 similarity=round(nearest[1], 4), error="All chunks are near-duplicates",
-                                 retention_action="deduplicated")
-    now = timezone.now()
+        duplicate = _near_duplicate(bank, vector, embedder.dimensions)
+        if duplicate:
+            return duplicate
     if entities is None and extract_entities:
         entities = [{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(text)]
+    now = timezone.now()
     try:
         with transaction.atomic():
+            # The decisive look, under the bank's lock: a retain that committed since the first look is
+            # seen now, and none can commit between this check and the insert.
+            lock_bank_for_new_content(bank)
+            duplicate = _exact_duplicate(bank, digest) or (
+                _near_duplicate(bank, vector, embedder.dimensions) if near_dedup else None)
+            if duplicate:
+                return duplicate
             memory = Memory.objects.create(
                 bank=bank,
                 memory_id=memory_id or new_memory_id(),
@@ -205,17 +188,35 @@ def memory_retain(
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
     except IntegrityError as exc:
-        if "memory_content_unique_per_bank" in str(exc):
-            # A concurrent retain stored the same content first.
-            winner = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list(
-                "memory_id", flat=True).first()
-            return RetainOutcome(stored=False, memory_id=winner, deduplicated=True, duplicate_of=winner,
-                                 similarity=1.0, error="Duplicate content", retention_action="deduplicated")
-        if "memory_id_unique_per_bank" in str(exc):
-            raise Conflict(f"memory_id '{memory_id}' already exists in bank '{bank.bank_id}'") from None
+        # Writers that take no bank lock (imports) can still win the unique constraints.
+        constraint = violated_constraint(exc)
+        if constraint == "memory_content_unique_per_bank":
+            return _exact_duplicate(bank, digest) or RetainOutcome(
+                stored=False, deduplicated=True, similarity=1.0, error="Duplicate content",
+                retention_action="deduplicated")
+        if constraint == "memory_id_unique_per_bank":
+            raise Conflict(f"memory_id '{memory_id}' already exists in bank '{bank.bank_id}'",
+                           constraint=constraint) from None
         raise
     return RetainOutcome(stored=True, memory=memory, memory_id=memory.memory_id, retention_action="created",
                          dropped_metadata_keys=tuple(dropped))
+
+
+def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
+    existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
+    if not existing:
+        return None
+    return RetainOutcome(stored=False, memory_id=existing, deduplicated=True, duplicate_of=existing,
+                         similarity=1.0, error="Duplicate content", retention_action="deduplicated")
+
+
+def _near_duplicate(bank: Bank, vector: list[float], dims: int) -> RetainOutcome | None:
+    nearest = nearest_live_memory(bank, vector, dims)
+    if not nearest or nearest[1] < bank.dedup_threshold:
+        return None
+    return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],
+                         similarity=round(nearest[1], 4), error="All chunks are near-duplicates",
+                         retention_action="deduplicated")
 
 
 def memory_get(*, bank: Bank, memory_id: str) -> Memory:
@@ -225,30 +226,59 @@ def memory_get(*, bank: Bank, memory_id: str) -> Memory:
     return memory
 
 
+@dataclass(frozen=True)
+class NewText:
+    """A validated text with its hash and embedding, computed before any transaction opens."""
+
+    text: str
+    content_hash: str
+    embedding: list[float]
+    embedding_model: str
+    embedding_dims: int
+
+
+def prepare_text(*, bank: Bank, text: Any) -> NewText:
+    """Validate, hash and embed a replacement text. The embedding may be a remote call: callers do this
+    first and hold no lock meanwhile."""
+    text = validate_text(text, field="text")
+    embedder = bank_embedder(bank)
+    return NewText(text=text, content_hash=content_hash(text), embedding=embedder.embed([text])[0],
+                   embedding_model=embedder.name, embedding_dims=embedder.dimensions)
+
+
+def _content_conflict(bank_id: int, digest: str, exclude_pk: int) -> Conflict:
+    holder = (Memory.objects.live().filter(bank_id=bank_id, content_hash=digest).exclude(pk=exclude_pk)
+              .values_list("memory_id", flat=True).first())
+    return Conflict(f"Memory '{holder}' already holds the same content", duplicate_of=holder,
+                    constraint="memory_content_unique_per_bank")
+
+
 def memory_update(
     *,
     memory: Memory,
     actor: str,
     text: str | None = None,
+    new_text: NewText | None = None,
     tags: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
     fact_type: str | None = None,
     occurred_at: datetime | None = None,
     reason: str = "",
 ) -> Memory:
-    """Edit a memory in place; a new text is re-hashed and re-embedded."""
+    """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``).
+
+    Raises Conflict when another live memory of the bank holds the new text, also when it was
+    stored concurrently (the unique constraint decides).
+    """
     changed: list[str] = []
-    if text is not None and text != memory.text:
-        text = validate_text(text, field="text")
-        digest = content_hash(text)
-        clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=digest)
-                 .exclude(pk=memory.pk).values_list("memory_id", flat=True).first())
-        if clash:
-            raise Conflict(f"Memory '{clash}' already holds the same content", duplicate_of=clash)
-        embedder = bank_embedder(memory.bank)
-        memory.text, memory.content_hash = text, digest
-        memory.embedding = embedder.embed([text])[0]
-        memory.embedding_model, memory.embedding_dims = embedder.name, embedder.dimensions
+    if new_text is None and text is not None and text != memory.text:
+        new_text = prepare_text(bank=memory.bank, text=text)
+    if new_text is not None and new_text.text != memory.text:
+        if Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=new_text.content_hash).exclude(
+                pk=memory.pk).exists():
+            raise _content_conflict(memory.bank_id, new_text.content_hash, memory.pk)
+        memory.text, memory.content_hash, memory.embedding = new_text.text, new_text.content_hash, new_text.embedding
+        memory.embedding_model, memory.embedding_dims = new_text.embedding_model, new_text.embedding_dims
         changed += ["text", "content_hash", "embedding", "embedding_model", "embedding_dims"]
     if tags is not None:
         tags = validate_tags(tags)
@@ -270,7 +300,9 @@ def memory_update(
     if occurred_at is not None and occurred_at != memory.occurred_at:
         memory.occurred_at = occurred_at
         changed.append("occurred_at")
-    if changed:
+    if not changed:
+        return memory
+    try:
         with transaction.atomic():
             memory.save(update_fields=[*changed, "updated_at"])
             audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
@@ -281,6 +313,11 @@ def memory_update(
 
                 observations_invalidate_for_memories(bank=memory.bank, memory_ids=[memory.memory_id],
                                                      actor=actor, reason="source memory edited")
+    except IntegrityError as exc:
+        if violated_constraint(exc) == "memory_content_unique_per_bank":
+            # Stored by a concurrent retain between the check above and this save.
+            raise _content_conflict(memory.bank_id, memory.content_hash, memory.pk) from None
+        raise
     return memory
 
 
@@ -299,22 +336,38 @@ def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: s
 
 
 def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> tuple[list[str], list[str]]:
-    """Restore archived memories unless a live one already holds the same content.
-    Returns (restored ids, ids left archived because of such a clash)."""
+    """Restore archived memories unless a live one already holds the same content (of two archived
+    copies of one text, the older comes back). Returns (restored ids, ids left archived because of a
+    clash). Three queries and one audit event, whatever the number of ids."""
     restored: list[str] = []
     clashing: list[str] = []
     now = timezone.now()
-    with transaction.atomic():
-        rows = Memory.objects.filter(bank=bank, memory_id__in=memory_ids, archived_at__isnull=False,
-                                     forgotten_at__isnull=True).only("pk", "memory_id", "content_hash")
-        for memory in rows:
-            if Memory.objects.live().filter(bank=bank, content_hash=memory.content_hash).exists():
-                clashing.append(memory.memory_id)
-                continue
-            Memory.objects.filter(pk=memory.pk).update(archived_at=None, updated_at=now)
-            restored.append(memory.memory_id)
-        if restored:
-            audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
+    try:
+        with transaction.atomic():
+            # Restoring brings content back to life, as a retain does: same lock, same check.
+            lock_bank_for_new_content(bank)
+            rows = list(Memory.objects.filter(bank=bank, memory_id__in=memory_ids, archived_at__isnull=False,
+                                              forgotten_at__isnull=True)
+                        .order_by("pk").values_list("pk", "memory_id", "content_hash"))
+            taken = set(Memory.objects.live().filter(bank=bank, content_hash__in={h for _, _, h in rows})
+                        .values_list("content_hash", flat=True))
+            pks: list[int] = []
+            for pk, memory_id, digest in rows:
+                if digest in taken:
+                    clashing.append(memory_id)
+                    continue
+                taken.add(digest)
+                pks.append(pk)
+                restored.append(memory_id)
+            if pks:
+                Memory.objects.filter(pk__in=pks).update(archived_at=None, updated_at=now)
+                audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
+    except IntegrityError as exc:
+        if violated_constraint(exc) == "memory_content_unique_per_bank":
+            # An import (which takes no bank lock) stored the same content meanwhile.
+            raise Conflict("A live memory took the same content while restoring; nothing was restored",
+                           constraint="memory_content_unique_per_bank") from None
+        raise
     return restored, clashing
 
 

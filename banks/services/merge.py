@@ -16,22 +16,28 @@ from django.utils import timezone
 
 from banks.models import Bank, Memory, MemoryEntity, MemoryLink, ObservationEvidence
 from banks.services.audit import audit_record
-from banks.services.memories import memory_update
+from banks.services.entities import link_memory_entities
+from banks.services.memories import memory_update, prepare_text
 from memoryhub.errors import InvalidInput, NotFound
 
 
 def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | None = None,
                  reason: str = "") -> Memory:
+    """Raises NotFound when any of the memories is missing or no longer live, also when a concurrent
+    merge or archive took one of them first."""
     ids = list(dict.fromkeys(memory_ids or []))
     if len(ids) < 2:
         raise InvalidInput("give at least two memory ids to merge", field="memory_ids")
-    rows = {m.memory_id: m for m in Memory.objects.live().filter(bank=bank, memory_id__in=ids)}
-    missing = [i for i in ids if i not in rows]
-    if missing:
-        raise NotFound(f"memories not found (or not live) in bank '{bank.bank_id}': {', '.join(missing)}")
-    survivor, others = rows[ids[0]], [rows[i] for i in ids[1:]]
+    _live_rows(bank, ids)  # fail fast, before an embedding is computed for nothing
+    # The embedding may be a remote call: compute it before any row is locked.
+    new_text = prepare_text(bank=bank, text=text) if text is not None and text.strip() else None
     now = timezone.now()
     with transaction.atomic():
+        # Lock the rows (in primary-key order, so overlapping merges cannot deadlock) and look again:
+        # a merge that committed meanwhile has archived one of them, and this one must fail.
+        rows = _live_rows(bank, ids, lock=True)
+        survivor, others = rows[ids[0]], [rows[i] for i in ids[1:]]
+        other_pks = [o.pk for o in others]
         tags = list(dict.fromkeys([*survivor.tags, *(t for o in others for t in o.tags)]))
         metadata: dict[str, Any] = {}
         for other in reversed(others):
@@ -39,24 +45,36 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         metadata.update(survivor.metadata or {})
         metadata["merged_from"] = list(dict.fromkeys([*(survivor.metadata or {}).get("merged_from", []),
                                                       *(o.memory_id for o in others)]))
-        for other in others:
-            Memory.objects.filter(pk=other.pk).update(archived_at=now, merged_into=survivor, updated_at=now)
-            MemoryLink.objects.get_or_create(bank=bank, source=other, target=survivor, link_type="merged_into",
-                                             defaults={"metadata": {"text": other.text}})
-            for link in MemoryEntity.objects.filter(memory=other):
-                MemoryEntity.objects.get_or_create(memory=survivor, entity_id=link.entity_id)
-            for evidence in ObservationEvidence.objects.filter(memory_ref=other.memory_id,
-                                                               observation__bank=bank):
-                ObservationEvidence.objects.get_or_create(
-                    observation_id=evidence.observation_id, memory_ref=survivor.memory_id,
-                    defaults={"memory": survivor, "evidence_at": evidence.evidence_at})
+        Memory.objects.filter(pk__in=other_pks).update(archived_at=now, merged_into=survivor, updated_at=now)
+        MemoryLink.objects.bulk_create(
+            [MemoryLink(bank=bank, source=o, target=survivor, link_type="merged_into", metadata={"text": o.text})
+             for o in others], ignore_conflicts=True)
+        link_memory_entities(survivor.pk, list(
+            MemoryEntity.objects.filter(memory_id__in=other_pks).values_list("entity_id", flat=True).distinct()))
+        ObservationEvidence.objects.bulk_create(
+            [ObservationEvidence(observation_id=e.observation_id, memory_ref=survivor.memory_id, memory=survivor,
+                                 evidence_at=e.evidence_at)
+             for e in ObservationEvidence.objects.filter(memory_ref__in=[o.memory_id for o in others],
+                                                         observation__bank=bank)],
+            ignore_conflicts=True)
         Memory.objects.filter(pk=survivor.pk).update(tags=tags, metadata=metadata, updated_at=now)
         survivor.refresh_from_db()
-        if text is not None and text.strip() and text != survivor.text:
-            survivor = memory_update(memory=survivor, actor=actor, text=text, reason="merged text")
+        if new_text is not None and new_text.text != survivor.text:
+            survivor = memory_update(memory=survivor, actor=actor, new_text=new_text, reason="merged text")
         audit_record(actor=actor, action="memory.merge", bank=bank, target_ids=ids, reason=reason,
                      details={"survivor": survivor.memory_id, "merged": [o.memory_id for o in others]})
     return survivor
+
+
+def _live_rows(bank: Bank, ids: list[str], *, lock: bool = False) -> dict[str, Memory]:
+    rows = Memory.objects.filter(bank=bank, memory_id__in=ids).order_by("pk")
+    if lock:
+        rows = rows.select_for_update()
+    found = {m.memory_id: m for m in rows if m.is_live}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFound(f"memories not found (or not live) in bank '{bank.bank_id}': {', '.join(missing)}")
+    return found
 
 
 def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str) -> int:

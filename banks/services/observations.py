@@ -85,12 +85,13 @@ def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[st
     text = _text(text)
     confidence = _confidence(confidence)
     ids = _ids(source_ids)
+    embedded = _embed(bank, text)  # possibly a remote call: before the transaction opens
     now = timezone.now()
     with transaction.atomic():
         observation = Observation.objects.create(
             bank=bank, observation_id=uuid.uuid4().hex[:16], text=text, scope=scope or "bank",
             confidence=confidence, proof_count=1, created_at=now, updated_at=now, created_by=actor,
-            **_embed(bank, text),
+            **embedded,
         )
         attach_evidence(observation, ids)
         audit_record(actor=actor, action="observation.create", bank=bank, target_ids=[observation.observation_id],

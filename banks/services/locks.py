@@ -1,0 +1,22 @@
+"""Transaction-level advisory locks that serialise check-then-write sequences per bank."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from banks.models import Bank
+
+# First key of the two-key advisory lock: which sequence is serialised. The second is the bank.
+RETAIN_LOCK = 0x4D48_0001
+
+
+def lock_bank_for_new_content(bank: Bank) -> None:
+    """Hold, until the surrounding transaction ends, the bank's lock for "is this content new? then
+    store it". Near-duplicate checks read other rows, which no unique constraint can guard: without the
+    lock two similar retains both see nothing similar and both store.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("lock_bank_for_new_content needs a transaction")  # the lock would end at once
+    with connection.cursor() as cursor:
+        # Both keys are int4; a bank pk past 2**31 folds onto another bank's key, which only serialises more.
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [RETAIN_LOCK, bank.pk % 2_147_483_647])

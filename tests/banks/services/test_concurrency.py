@@ -1,0 +1,133 @@
+"""Check-then-write sequences raced by real threads, each on its own connection to the real database."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.db.utils import OperationalError
+
+from banks.content import content_hash
+from banks.models import Bank, Entity, Memory, MemoryEntity
+from banks.services.banks import bank_create
+from banks.services.memories import memory_retain
+from banks.services.merge import memory_merge
+from tests.banks.services.conftest import SlowProvider, run_in_threads
+
+pytestmark = pytest.mark.django_db(transaction=True)
+THREADS = 8
+
+
+def _bank(bank_id: str, embedding_provider: str = "") -> Bank:
+    bank = bank_create(bank_id=bank_id, actor="test")
+    if embedding_provider:
+        bank.embedding_provider = embedding_provider
+        bank.save(update_fields=["embedding_provider"])
+    return bank
+
+
+def test_near_identical_concurrent_retains_store_one_memory():
+    bank = _bank("race-dedup")
+    # Same words, different punctuation: different content hashes, identical embeddings.
+    texts = [f"The quarterly deploy freeze starts every Friday afternoon{'!' * i}" for i in range(THREADS)]
+
+    results, errors = run_in_threads(THREADS, lambda i: memory_retain(bank=bank, text=texts[i], actor="test"))
+
+    assert errors == [None] * THREADS
+    assert Memory.objects.filter(bank=bank).count() == 1
+    stored = [r for r in results if r.stored]
+    assert len(stored) == 1
+    assert {r.duplicate_of for r in results if not r.stored} == {stored[0].memory_id}
+
+
+def test_concurrent_retains_count_every_entity_mention():
+    bank = _bank("race-mentions")
+    topics = ["sailing in Greece", "tax forms due in April", "a new espresso machine", "the Berlin office move",
+              "quantum chemistry homework", "a broken bicycle chain", "jazz records from 1959", "rock climbing"]
+
+    _, errors = run_in_threads(THREADS, lambda i: memory_retain(
+        bank=bank, text=f"Alice talked about {topics[i]}.", actor="test", entities=[{"name": "Alice"}]))
+
+    assert errors == [None] * THREADS
+    alice = Entity.objects.get(bank=bank, entity_id="alice")
+    assert MemoryEntity.objects.filter(entity=alice).count() == THREADS
+    assert alice.mention_count == THREADS
+
+
+def test_a_merge_holds_no_row_lock_while_it_embeds_the_new_text(slow_embeddings: SlowProvider):
+    bank = _bank("race-merge-lock", slow_embeddings.spec)
+    a, b = (memory_retain(bank=bank, text=t, actor="test", near_dedup=False).memory_id
+            for t in ("Standup is at 9:30.", "The standup meeting moved to half past nine."))
+    merging = threading.Thread(target=lambda: (
+        memory_merge(bank=bank, memory_ids=[a, b], actor="test", text="Standup is at 9:30 every weekday."),
+        connection.close()))
+    slow_embeddings.requested.clear()
+    merging.start()
+    assert slow_embeddings.requested.wait(timeout=10)  # the merge is now waiting for its embedding
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '100ms'")
+            cursor.execute("SELECT id FROM banks_memory WHERE memory_id IN (%s, %s) FOR UPDATE", [a, b])
+            locked_out = False
+    except OperationalError:
+        locked_out = True
+    merging.join(timeout=30)
+    assert not locked_out, "the merge held row locks during a remote embedding call"
+    assert Memory.objects.get(memory_id=a).text == "Standup is at 9:30 every weekday."
+
+
+def test_overlapping_merges_cannot_both_succeed(slow_embeddings: SlowProvider):
+    bank = _bank("race-merge", slow_embeddings.spec)
+    a, b, c = (memory_retain(bank=bank, text=t, actor="test", near_dedup=False).memory_id
+               for t in ("Invoices go out on the 1st.", "Billing runs monthly.", "Invoices are emailed as PDF."))
+    outcomes: dict[str, object] = {}
+
+    def merge(name: str, ids: list[str], text: str | None) -> None:
+        try:
+            outcomes[name] = memory_merge(bank=bank, memory_ids=ids, actor="test", text=text).memory_id
+        except Exception as exc:  # noqa: BLE001  (recorded for the assertions)
+            outcomes[name] = exc
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=merge, args=("ab", [a, b], "Invoices go out monthly on the 1st."))
+    second = threading.Thread(target=merge, args=("cb", [c, b], None))
+    slow_embeddings.requested.clear()
+    first.start()
+    assert slow_embeddings.requested.wait(timeout=10)  # the first merge is waiting for its embedding
+    second.start()
+    first.join(timeout=30)
+    second.join(timeout=30)
+
+    winners = [k for k, v in outcomes.items() if isinstance(v, str)]
+    assert len(winners) == 1, outcomes
+    assert Memory.objects.get(memory_id=b).merged_into.memory_id == outcomes[winners[0]]
+
+
+def test_an_edit_that_loses_to_a_concurrent_import_is_a_409(slow_embeddings: SlowProvider, make_token):
+    from tests.conftest import ApiClient
+
+    bank = _bank("race-update", slow_embeddings.spec)
+    memory = memory_retain(bank=bank, text="Backups run nightly.", actor="test").memory
+    api = ApiClient(make_token({"race-update": ["read", "write"]}))
+    new_text = "Backups run nightly at 02:00 UTC."
+    answers: list[int] = []
+
+    def edit() -> None:
+        try:
+            answers.append(api.post("/v1/agent/memory_update", {"bank_id": bank.bank_id, "traceId": memory.memory_id,
+                                                                "content": new_text}).status_code)
+        finally:
+            connection.close()
+
+    editing = threading.Thread(target=edit)
+    slow_embeddings.requested.clear()
+    editing.start()
+    assert slow_embeddings.requested.wait(timeout=10)
+    # An import (which takes no lock) stores the same text while the edit waits for its embedding.
+    Memory.objects.create(bank=bank, memory_id="imported-1", text=new_text, content_hash=content_hash(new_text),
+                          retained_at=memory.retained_at, created_at=memory.created_at)
+    editing.join(timeout=30)
+    assert answers == [409]
+    assert Memory.objects.get(pk=memory.pk).text == "Backups run nightly."
