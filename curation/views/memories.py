@@ -13,7 +13,8 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from banks.models import AuditEvent, Bank, Memory
+from banks.models import Bank, Memory
+from banks.selectors.audit import audit_events_about
 from banks.selectors.citations import memory_citations
 from banks.selectors.memories import (
     SORTS,
@@ -167,7 +168,7 @@ def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: A
         "bank": bank, "memory": memory, "near": near, "near_threshold": threshold, "tab": "memories",
         "entities": list(memory.entities.all()[:50]),
         "citations": memory_citations(bank=bank, memory_id=memory.memory_id),
-        "events": AuditEvent.objects.filter(bank=bank, target_ids__contains=[memory.memory_id])[:50],
+        "events": audit_events_about(bank=bank, target_id=memory.memory_id),
         "can_write": principal.can(bank.bank_id, "write"), "can_forget": principal.can(bank.bank_id, "forget"),
         "editing": request.GET.get("edit") == "1" or "edit_form" in forms,
         "edit_form": forms.get("edit_form") or MemoryEditForm(initial={

@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 from django.db.utils import OperationalError
+from django.test import Client
 
 from banks.content import content_hash
 from banks.models import Bank, Entity, Memory, MemoryEntity
@@ -14,6 +15,7 @@ from banks.services.banks import bank_create
 from banks.services.memories import memory_retain
 from banks.services.merge import memory_merge
 from tests.banks.services.conftest import SlowProvider, run_in_threads
+from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 THREADS = 8
@@ -105,24 +107,44 @@ def test_overlapping_merges_cannot_both_succeed(slow_embeddings: SlowProvider):
     assert Memory.objects.get(memory_id=b).merged_into.memory_id == outcomes[winners[0]]
 
 
-def test_an_edit_that_loses_to_a_concurrent_import_is_a_409(slow_embeddings: SlowProvider, make_token):
-    from tests.conftest import ApiClient
+def _edit_through(surface: str, bank: Bank, memory_id: str, text: str, secret: str, operator_client: Client) -> int:
+    """Edit a memory's text through one surface; the status it answers (a page's error is its message)."""
+    if surface == "rest":
+        return ApiClient(secret).post("/v1/agent/memory_update", {"bank_id": bank.bank_id, "traceId": memory_id,
+                                                                 "content": text}).status_code
+    if surface == "mcp":
+        from agents.mcp_server import ToolFailed, _call_sync
 
+        try:
+            _call_sync(secret, "memory_update", {"bank_id": bank.bank_id, "traceId": memory_id, "content": text})
+        except ToolFailed as exc:
+            return int(exc.error["status"])
+        return 200
+    page = operator_client.post(f"/banks/{bank.bank_id}/memories/{memory_id}/edit", {"text": text}, follow=True)
+    return 409 if page.status_code == 200 and "already holds the same content" in page.content.decode() \
+        else page.status_code
+
+
+@pytest.mark.parametrize("surface", ["rest", "mcp", "page"])
+def test_an_edit_that_loses_to_a_concurrent_import_is_a_409(surface: str, slow_embeddings: SlowProvider,
+                                                            make_token, django_user_model):
     bank = _bank("race-update", slow_embeddings.spec)
     memory = memory_retain(bank=bank, text="Backups run nightly.", actor="test").memory
-    api = ApiClient(make_token({"race-update": ["read", "write"]}))
+    assert memory is not None
+    secret = make_token({"race-update": ["read", "write"]})
+    operator_client = Client()
+    operator_client.force_login(django_user_model.objects.create_superuser("root", password="pw-root-123"))
     new_text = "Backups run nightly at 02:00 UTC."
     answers: list[int] = []
 
     def edit() -> None:
         try:
-            answers.append(api.post("/v1/agent/memory_update", {"bank_id": bank.bank_id, "traceId": memory.memory_id,
-                                                                "content": new_text}).status_code)
+            answers.append(_edit_through(surface, bank, memory.memory_id, new_text, secret, operator_client))
         finally:
             connection.close()
 
-    editing = threading.Thread(target=edit)
     slow_embeddings.requested.clear()
+    editing = threading.Thread(target=edit)
     editing.start()
     assert slow_embeddings.requested.wait(timeout=10)
     # An import (which takes no lock) stores the same text while the edit waits for its embedding.
