@@ -37,7 +37,7 @@ class CurationForm(forms.Form):
                 self.fields[name].widget.attrs["aria-describedby"] = f"{self[name].auto_id}_error"
 
     def error_summary(self) -> str:
-        return "; ".join(f"{self.fields[k].label if k in self.fields else ''}: {' '.join(v)}".lstrip(": ")
+        return "; ".join(f"{self.fields[k].label if k in self.fields else ''}: {' '.join(map(str, v))}".lstrip(": ")
                          for k, v in self.errors.items())
 
 
@@ -45,7 +45,7 @@ class TagsField(forms.CharField):
     """Comma separated in the page, a list for the services."""
 
     def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        raw = super().to_python(value)
+        raw = super().to_python(value) or ""
         return list(dict.fromkeys(t.strip() for t in raw.replace("\n", ",").split(",") if t.strip()))
 
     def prepare_value(self, value: Any) -> Any:
@@ -126,7 +126,9 @@ class MergeForm(CurationForm):
 
     def __init__(self, *args: Any, choices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["merge"].choices = choices or []
+        merge = self.fields["merge"]
+        assert isinstance(merge, forms.MultipleChoiceField)
+        merge.choices = choices or []
 
 
 class BulkForm(CurationForm):
@@ -141,7 +143,7 @@ class BulkForm(CurationForm):
     confirm = forms.CharField(required=False)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         data["scope"] = data.get("scope") or "selected"
         action = data.get("action")
         if action == "forget" and not (data.get("reason") or "").strip():

@@ -14,6 +14,7 @@ import json
 import math
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,16 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 class _Layer:
     __slots__ = ("ln1", "ln2", "out_b", "out_w", "qkv_b", "qkv_w", "up_b", "up_w", "down_b", "down_w")
+    ln1: tuple[Any, Any]
+    ln2: tuple[Any, Any]
+    out_b: Any
+    out_w: Any
+    qkv_b: Any
+    qkv_w: Any
+    up_b: Any
+    up_w: Any
+    down_b: Any
+    down_w: Any
 
 
 class MiniLMEmbedder:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -51,10 +52,11 @@ def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5) -> li
     dims = int(memory.embedding_dims)
     distance = distance_sql(dims, column="m.embedding")
     literal = vector_literal([float(v) for v in memory.embedding])
-    sql = (f"SELECT m.memory_id, m.text, m.retained_at, 1 - {distance} FROM banks_memory m "
+    # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
+    sql = (f"SELECT m.memory_id, m.text, m.retained_at, 1 - {distance} FROM banks_memory m "  # noqa: S608
            "WHERE m.bank_id = %s AND m.embedding_dims = %s AND m.archived_at IS NULL "
            f"AND m.forgotten_at IS NULL AND m.id <> %s ORDER BY {distance}{{exact}} LIMIT %s")
-    params = [literal, memory.bank_id, dims, memory.pk, literal, limit]
+    params: list[Any] = [literal, memory.bank_id, dims, memory.pk, literal, limit]
     # One round trip: statements sent together run as one transaction, so the SET LOCALs (keep
     # walking the graph until rows of this bank turn up) hold for the query that follows them.
     settings_sql = f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {max(40, limit)}; "
