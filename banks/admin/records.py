@@ -1,0 +1,209 @@
+"""Banks, memberships, live memory, the audit log, tokens and jobs in the admin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html_join
+
+from banks import models
+from banks.admin.memories import admin_actor, full_text
+from banks.admin.scale import FixedChoicesFilter, IndexedValuesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
+from banks.services.banks import bank_update
+from banks.services.observations import observation_invalidate
+from banks.services.tokens import token_revoke
+
+# A change page lists at most this many rows of a one-to-many relation (evidence, revisions).
+RELATED_SHOWN = 20
+
+
+@admin.register(models.Bank)
+class BankAdmin(ScaledAdmin):
+    list_display = ("bank_id", "name", "last_activity_at", "created_at", "deleted_at")
+    search_fields = ("bank_id", "name")
+    list_filter = ("deleted_at",)
+    fields = ("bank_id", "name", "description", "embedding_provider", "dedup_threshold", "config",
+              "created_at", "updated_at", "last_activity_at", "deleted_at")
+    readonly_fields = ("bank_id", "created_at", "updated_at", "last_activity_at", "deleted_at")
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+                           ) -> tuple[QuerySet[Any], bool]:
+        # Banks are few (thousands at most): a substring search stays cheap, and autocomplete needs it.
+        return admin.ModelAdmin.get_search_results(self, request, queryset, search_term)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # banks are created by retain, the API or the curation UI
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # deleting a bank asks to repeat its id: the curation UI and the API do that
+
+    def save_model(self, request: HttpRequest, obj: models.Bank, form: Any, change: bool) -> None:
+        bank_update(bank=models.Bank.objects.get(pk=obj.pk), actor=admin_actor(request),
+                    **{name: form.cleaned_data[name] for name in form.changed_data})
+
+
+@admin.register(models.BankMembership)
+class BankMembershipAdmin(ScaledAdmin):
+    list_display = ("user", "bank", "role", "created_at")
+    list_filter = ("role",)
+    search_fields = ("user__username", "bank__bank_id")
+    autocomplete_fields = ("bank", "user")
+    list_select_related = ("user", "bank")
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(user__username=term) | Q(bank__bank_id=term)
+
+
+@admin.register(models.Observation)
+class ObservationAdmin(ReadOnlyAdmin):
+    list_display = ("observation_id", "bank", "scope", "proof_count", "confidence", "updated_at", "invalidated_at")
+    list_filter = (("invalidated_at", admin.EmptyFieldListFilter),)
+    search_fields = ("observation_id", "text")
+    search_help_text = "An observation id, or words of its text (full-text search)."
+    exclude = ("embedding", "search_vector")
+    readonly_fields = ("evidence_shown",)
+    list_select_related = ("bank",)
+    actions = ("invalidate_selected",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.Observation]:
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def search_condition(self, term: str) -> Q | None:
+        return full_text(term) | Q(observation_id=term) if exact_id(term) else full_text(term)
+
+    @admin.display(description=f"evidence (first {RELATED_SHOWN})")
+    def evidence_shown(self, obj: models.Observation) -> str:
+        rows = obj.evidence.order_by("evidence_at").values_list("memory_ref", "evidence_at")[:RELATED_SHOWN]
+        return format_html_join(", ", "{} ({})", ((ref, f"{at:%Y-%m-%d}") for ref, at in rows)) or "none"
+
+    @admin.action(description="Invalidate selected observations")
+    def invalidate_selected(self, request: HttpRequest, queryset: QuerySet[models.Observation]) -> None:
+        done = sum(observation_invalidate(observation=o, actor=admin_actor(request), reason="admin action")
+                   for o in queryset.select_related("bank")[:RELATED_SHOWN * 50])
+        messages.success(request, f"Invalidated {done} observations.")
+
+
+class ModelKindFilter(FixedChoicesFilter):
+    title = "kind"
+    parameter_name = field_name = "kind"
+    values = tuple((str(value), str(label)) for value, label in models.MentalModel.Kind.choices)
+
+
+@admin.register(models.MentalModel)
+class MentalModelAdmin(ReadOnlyAdmin):
+    list_display = ("model_id", "bank", "kind", "title", "scope", "revision", "is_active", "deleted_at")
+    list_filter = (ModelKindFilter, "is_active", ("deleted_at", admin.EmptyFieldListFilter))
+    search_fields = ("model_id",)
+    search_help_text = "A model id."
+    readonly_fields = ("revisions_shown",)
+    list_select_related = ("bank",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(model_id=term)
+
+    @admin.display(description=f"latest revisions (up to {RELATED_SHOWN})")
+    def revisions_shown(self, obj: models.MentalModel) -> str:
+        rows = obj.revisions.order_by("-number").values_list("number", "action", "author")[:RELATED_SHOWN]
+        return format_html_join(", ", "#{} {} by {}", rows) or "none"
+
+
+@admin.register(models.MentalModelRevision)
+class MentalModelRevisionAdmin(ReadOnlyAdmin):
+    list_display = ("model", "number", "action", "author", "created_at")
+    search_fields = ("model__model_id",)
+    search_help_text = "A model id."
+    raw_id_fields = ("model",)
+    list_select_related = ("model",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(model__model_id=term)
+
+
+@admin.register(models.WikiPage)
+class WikiPageAdmin(ReadOnlyAdmin):
+    list_display = ("page_id", "bank", "scope", "title", "revision", "updated_at")
+    search_fields = ("page_id",)
+    search_help_text = "A page id."
+    list_select_related = ("bank",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(page_id=term)
+
+
+class AuditActionFilter(IndexedValuesFilter):
+    title = "action"
+    parameter_name = field_name = "action"
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor", "action", "bank_ref", "compliance", "reason")
+    # Fixed periods (no query to build them), unlike date_hierarchy's DISTINCT over the whole log.
+    list_filter = (AuditActionFilter, "compliance", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("target_ids", "bank_ref")
+    search_help_text = "A target id (memory, model, token...) or a bank id."
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(target_ids__contains=[term]) | Q(bank_ref=term)
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(ScaledAdmin):
+    list_display = ("name", "prefix", "created_at", "expires_at", "revoked_at", "last_used_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "prefix")
+    readonly_fields = ("prefix", "secret_hash", "grants", "created_by", "created_at", "last_used_at", "revoked_at")
+    actions = ("revoke_selected",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(prefix=term) | Q(name=term)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Creating a token must show its secret once: the curation UI and the CLI do that.
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # grants and expiry change through the curation UI, audited
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoking keeps the record; see the action
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
+        for token in queryset[:1000]:
+            token_revoke(token=token, actor=admin_actor(request), reason="admin action")
+        messages.success(request, "Revoked.")
+
+
+class JobKindFilter(IndexedValuesFilter):
+    title = "kind"
+    parameter_name = field_name = "kind"
+
+
+@admin.register(models.Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ("id", "kind", "state", "bank", "progress_done", "progress_total", "created_at", "finished_at")
+    list_filter = (JobKindFilter, "state")
+    search_fields = ("id", "bank__bank_id")
+    search_help_text = "A job number or a bank id."
+    list_select_related = ("bank",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(pk=int(term)) | Q(bank__bank_id=term) if term.isdigit() and len(term) < 18 else Q(bank__bank_id=term)
+
+
+@admin.register(models.WebhookSource)
+class WebhookSourceAdmin(ScaledAdmin):
+    """Sources that may push to /v1/ingest/webhook/<source_id>, each signing with its own secret."""
+
+    list_display = ("source_id", "bank", "enabled", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("source_id", "bank__bank_id")
+    autocomplete_fields = ("bank",)
+    list_select_related = ("bank",)
+
+    def search_condition(self, term: str) -> Q | None:
+        return Q(source_id=term) | Q(bank__bank_id=term)
