@@ -21,6 +21,12 @@ class CurationForm(forms.Form):
     default_renderer = CurationRenderer()
     required_css_class = "required"
 
+    def set_choices(self, name: str, choices: list[tuple[str, str]]) -> None:
+        field = self.fields[name]
+        if not isinstance(field, forms.ChoiceField):
+            raise TypeError(f"{name} is not a choice field")
+        field.choices = choices
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Field ids (not names) carry the form's own prefix, so several forms share a page without
         # clashing ids while the posted names stay plain.
@@ -163,7 +169,7 @@ class PreferencesForm(CurationForm):
         from curation.timezones import zone_names
 
         super().__init__(*args, **kwargs)
-        self.fields["time_zone"].choices = [("UTC", "UTC"), *((z, z) for z in zone_names() if z != "UTC")]
+        self.set_choices("time_zone", [("UTC", "UTC"), *((z, z) for z in zone_names() if z != "UTC")])
 
 
 EXPIRY_CHOICES = [("", "never"), ("1", "1 day"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"),
@@ -180,7 +186,7 @@ class TokenForm(CurationForm):
 
     def __init__(self, *args: Any, permissions: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["permissions"].choices = [(p, p) for p in permissions]
+        self.set_choices("permissions", [(p, p) for p in permissions])
 
 
 class RowEditForm(CurationForm):

@@ -28,7 +28,7 @@ def remember_zone(request: HttpRequest, name: str) -> None:
 def load_zone_on_login(sender: object, request: HttpRequest, user: object, **kwargs: object) -> None:
     from curation.models import OperatorPreference
 
-    pref = OperatorPreference.objects.filter(user=user).first()
+    pref = OperatorPreference.objects.filter(user_id=getattr(user, "pk", None) or 0).first()  # 0: nobody
     remember_zone(request, pref.time_zone if pref else "UTC")
 
 
@@ -52,4 +52,7 @@ class OperatorTimezoneMiddleware:
 def preference_set(*, user: object, time_zone: str) -> None:
     from curation.models import OperatorPreference
 
-    OperatorPreference.objects.update_or_create(user=user, defaults={"time_zone": time_zone})
+    user_pk = getattr(user, "pk", None)
+    if user_pk is None:
+        raise ValueError("only a signed-in operator has preferences")
+    OperatorPreference.objects.update_or_create(user_id=user_pk, defaults={"time_zone": time_zone})

@@ -23,7 +23,7 @@ def preferences(request: HttpRequest) -> HttpResponse:
             return redirect("curation:preferences")
         status = 422
     else:
-        pref = OperatorPreference.objects.filter(user=request.user).first()
+        pref = OperatorPreference.objects.filter(user_id=request.user.pk or 0).first()  # 0: nobody
         form = PreferencesForm(initial={"time_zone": pref.time_zone if pref else request.session.get(SESSION_KEY,
                                                                                                      "UTC")})
         status = 200
