@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from agents.toolbox import TOOLS
-from banks.models import AuditEvent, Entity, Memory, MemoryLink, Observation
+from banks.models import AuditEvent, Bank, Entity, Memory, MemoryLink, Observation
+from banks.services.holds import hold_set
+from banks.services.memories import memory_retain
+from banks.services.mental_models import mental_model_create
+from banks.services.observations import observation_create
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -115,22 +122,44 @@ def test_astrocyte_tools_over_rest(api):
     assert tool(api, "memory_forget", memory_ids=[retained["memory_id"]])["deleted_count"] == 1
 
 
-ARGS = {
-    "memory_retain": {"content": "x y z"}, "memory_recall": {"query": "x"}, "memory_reflect": {"query": "x"},
-    "memory_forget": {"memory_ids": ["x"]}, "memory_create_directive": {"rule_text": "Be kind."},
-    "memory_list_observations": {}, "memory_get_observation": {"observation_id": "x"},
-    "memory_create_observation": {"text": "x"}, "memory_delete_observation": {"observation_id": "x"},
-    "memory_list_mental_models": {}, "memory_create_mental_model": {"model_id": "m", "title": "t", "content": "c"},
-    "memory_update_mental_model": {"model_id": "nope", "operations": []},
-    "memory_delete_mental_model": {"model_id": "x"}, "memory_add": {"content": "abc"},
-    "memory_update": {"traceId": "x"}, "memory_delete": {"traceId": "x"},
-    "memory_merge": {"traceIds": ["a", "b"]}, "memory_search": {"query": "x"},
-    "memory_history": {"query": "x", "as_of": "2030-01-01"}, "memory_audit": {"scope": "x"},
-    "memory_compile": {}, "memory_graph_search": {"query": "x"}, "memory_graph_neighbors": {"entity_ids": ["x"]},
-    "memory_refresh_mental_model": {"model_id": "x", "new_source_ids": ["a"]}, "memory_lifecycle": {},
-    "memory_bank_health": {}, "memory_hold_set": {"hold_id": "h", "reason": "r"},
-    "memory_hold_release": {"hold_id": "h"},
+# Arguments naming real objects (see ``objects``), so an allowed call must succeed: a 404 is a failure.
+ARGS: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
+    "memory_retain": lambda o: {"content": "Dana moved to the Lisbon office."},
+    "memory_recall": lambda o: {"query": "tea"}, "memory_reflect": lambda o: {"query": "tea"},
+    "memory_forget": lambda o: {"memory_ids": [o["c"]]},
+    "memory_create_directive": lambda o: {"rule_text": "Be kind."},
+    "memory_list_observations": lambda o: {}, "memory_get_observation": lambda o: {"observation_id": o["obs"]},
+    "memory_create_observation": lambda o: {"text": "Bob cycles to work."},
+    "memory_delete_observation": lambda o: {"observation_id": o["obs"]},
+    "memory_list_mental_models": lambda o: {},
+    "memory_create_mental_model": lambda o: {"model_id": "m2", "title": "t", "content": "c"},
+    "memory_update_mental_model": lambda o: {"model_id": "prefs",
+                                             "operations": [{"op": "add_section", "heading": "Food"}]},
+    "memory_delete_mental_model": lambda o: {"model_id": "prefs"},
+    "memory_add": lambda o: {"content": "Erin prefers morning meetings."},
+    "memory_update": lambda o: {"traceId": o["a"], "content": "Alice likes green tea."},
+    "memory_delete": lambda o: {"traceId": o["c"]},
+    "memory_merge": lambda o: {"traceIds": [o["a"], o["b"]]}, "memory_search": lambda o: {"query": "tea"},
+    "memory_history": lambda o: {"query": "tea", "as_of": "2030-01-01"},
+    "memory_audit": lambda o: {"scope": "drinks"}, "memory_compile": lambda o: {},
+    "memory_graph_search": lambda o: {"query": "Alice"},
+    "memory_graph_neighbors": lambda o: {"entity_ids": ["alice"]},
+    "memory_refresh_mental_model": lambda o: {"model_id": "prefs", "new_source_ids": [o["a"]]},
+    "memory_lifecycle": lambda o: {}, "memory_bank_health": lambda o: {},
+    "memory_hold_set": lambda o: {"hold_id": "h", "reason": "litigation"},
+    "memory_hold_release": lambda o: {"hold_id": o["hold"]},
 }
+
+
+@pytest.fixture
+def objects(bank) -> dict[str, str]:
+    ids = {key: memory_retain(bank=bank, text=text, actor="test", near_dedup=False).memory_id or ""
+           for key, text in (("a", "Alice likes tea."), ("b", "Alice drinks tea every morning."),
+                             ("c", "Carol's flight lands at 6 pm."))}
+    observation = observation_create(bank=bank, text="Alice is a tea drinker.", actor="test", source_ids=[ids["a"]])
+    mental_model_create(bank=bank, model_id="prefs", title="Preferences", actor="test",
+                        content="# Preferences\n\n## Drinks\n\nTea.")
+    return {**ids, "obs": observation.observation_id, "hold": "h0"}
 
 
 def test_every_tool_has_a_permission_case():
@@ -138,16 +167,21 @@ def test_every_tool_has_a_permission_case():
 
 
 @pytest.mark.parametrize("name", sorted(ARGS))
-def test_every_tool_enforces_its_permission(bank, make_token, name):
+def test_every_tool_enforces_its_permission(objects, make_token, name):
     permission = TOOLS[name].permission
-    assert ApiClient().post(f"/v1/agent/{name}", {**B, **ARGS[name]}).status_code == 401
+    if name == "memory_hold_release":  # a hold to release (others would block the forget tools)
+        hold_set(bank=Bank.objects.get(bank_id="user-alice"), hold_id="h0", reason="audit", set_by="test",
+                 actor="test")
+    body = {**B, **ARGS[name](objects)}
+    assert ApiClient().post(f"/v1/agent/{name}", body).status_code == 401
     others = [p for p in ("read", "write", "forget", "admin") if p != permission]
-    denied = ApiClient(make_token({"user-alice": others})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
+    denied = ApiClient(make_token({"user-alice": others})).post(f"/v1/agent/{name}", body)
     assert denied.status_code == 403, denied.content
-    other_bank = ApiClient(make_token({"user-bob": ["*"]})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
+    other_bank = ApiClient(make_token({"user-bob": ["*"]})).post(f"/v1/agent/{name}", body)
     assert other_bank.status_code == 403
-    allowed = ApiClient(make_token({"user-alice": [permission]})).post(f"/v1/agent/{name}", {**B, **ARGS[name]})
-    assert allowed.status_code in (200, 404), allowed.content
+    allowed = ApiClient(make_token({"user-alice": [permission]})).post(f"/v1/agent/{name}", body)
+    assert allowed.status_code == 200, allowed.content
+    assert allowed.json() not in ({"updated": False}, {"deleted": False}), allowed.content
 
 
 def test_reflect_without_a_query_is_a_write(bank, make_token):

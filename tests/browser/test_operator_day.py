@@ -140,6 +140,13 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
 
     # Overview, observations, audit.
     page.goto("/banks/user-ines/")
+    stats = [s.inner_text().strip() for s in page.locator(".grid .card .stat").all()[:4]]
+    # memories (counted a minute at a time), observations, mental models, directives
+    assert stats[2:] == ["1", "1"], stats
+    assert stats[0].rstrip("+").isdigit()
+    recent = page.locator("table tbody tr")
+    assert recent.count() >= 5
+    assert "import" in recent.first.inner_text()
     shot(page, "10-overview")
     page.goto("/audit/?bank=user-ines")
     assert page.locator("tbody tr").count() >= 8
@@ -163,6 +170,16 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
     # Narrow screen still works.
     page.set_viewport_size({"width": 420, "height": 900})
     page.goto("/banks/user-ines/memories/")
+    rows = page.locator("#memory-results tbody tr")
+    assert rows.count() == Memory.objects.live().filter(bank__bank_id="user-ines").count()
+    assert rows.first.is_visible()
+    # The filters fold into a drawer that opens on demand.
+    search = page.get_by_label("Search (hybrid recall)")
+    assert not search.is_visible()
+    page.locator("button[aria-controls=memory-filters]").click()
+    assert search.is_visible()
+    # Nothing wider than the screen: the page itself never scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     shot(page, "13-memories-narrow")
 
     violations = [e for e in page.csp_errors if "Content Security Policy" in e]

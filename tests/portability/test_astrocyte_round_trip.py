@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -44,8 +45,19 @@ def test_memoryhub_to_astrocyte_and_back(bank, make_bank, tmp_path):
     back = make_bank("back")
     report = archive_import(bank=back, records=open_archive(theirs)[2], actor="test")
     assert report.imported == 3 and report.invalid == 0
-    for text, tags, metadata, occurred in originals:
-        row = Memory.objects.get(bank=back, text=text)
-        assert row.tags == tags
-        assert {k: v for k, v in row.metadata.items() if not k.startswith("_")} == metadata
-        assert row.occurred_at == occurred
+    kept = ("text", "tags", "metadata", "occurred_at")  # what Astrocyte keeps through import and export
+
+    def fields(row: Memory) -> dict[str, object]:
+        values = {name: getattr(row, name) for name in kept}
+        values["metadata"] = {k: v for k, v in row.metadata.items() if not k.startswith("_")}
+        return values
+
+    sent = sorted((fields(m) for m in Memory.objects.filter(bank=bank)), key=lambda f: str(f["text"]))
+    returned = sorted((fields(m) for m in Memory.objects.filter(bank=back)), key=lambda f: str(f["text"]))
+    assert returned == sent
+    assert sent == sorted(({"text": t, "tags": g, "metadata": m, "occurred_at": o} for t, g, m, o in originals),
+                          key=lambda f: str(f["text"]))
+    # Astrocyte ignores fact_type on import and writes its own: every record comes back as it says.
+    their_lines = [json.loads(line) for line in theirs.read_text(encoding="utf-8").splitlines()[1:] if line]
+    assert sorted((r["text"], r["fact_type"]) for r in their_lines) == sorted(
+        Memory.objects.filter(bank=back).values_list("text", "fact_type"))

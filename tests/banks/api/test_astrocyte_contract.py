@@ -46,10 +46,18 @@ def test_seed_curl_calls(client):
     assert debug.status_code == 200 and set(debug.json()) == {"trace", "result_count"}
     assert debug.json()["result_count"] == 1 and set(debug.json()["trace"]) == RECALL_TRACE | OUR_TRACE
 
+    for bank_id, text in (("incidents", "The deployment failed last week after a schema migration."),
+                          ("runbooks", "Roll back a failed deployment with the release tool."),
+                          ("team-notes", "Lunch order for Friday: pizza.")):
+        assert client.post("/v1/retain", {"content": text, "bank_id": bank_id}).json()["stored"] is True
     multi = client.post("/v1/recall", {"query": "deployment issues last week",
                                        "banks": ["incidents", "runbooks", "team-notes"], "strategy": "parallel",
                                        "max_results": 20})
     assert multi.status_code == 200 and RECALL_RESULT <= set(multi.json())
+    found = {(hit["bank_id"], hit["text"]) for hit in multi.json()["hits"]}
+    assert ("incidents", "The deployment failed last week after a schema migration.") in found
+    assert ("runbooks", "Roll back a failed deployment with the release tool.") in found
+    assert all(MEMORY_HIT <= set(hit) for hit in multi.json()["hits"])
 
     history = client.post("/v1/history", {"query": "What did we know about Alice's employer?",
                                           "bank_id": "user-alice", "as_of": "2025-01-01T00:00:00Z"})
@@ -126,8 +134,16 @@ def test_error_statuses_and_details_match(client, path, body, status, detail):
 
 
 def test_unknown_keys_are_ignored_and_numbers_in_strings_are_read(client):
-    response = client.post("/v1/recall", {"query": "x", "bank_id": "user-prefs", "max_results": "5", "foo": 1})
+    for n in range(7):
+        stored = client.post("/v1/retain", {"content": f"Release {n} shipped on day {n * 3}.",
+                                            "bank_id": "user-prefs", "foo": {"bar": 1}})
+        assert stored.status_code == 200 and stored.json()["stored"] is True
+    response = client.post("/v1/recall", {"query": "release shipped", "bank_id": "user-prefs", "max_results": "5",
+                                          "foo": 1})
     assert response.status_code == 200
+    body = response.json()
+    assert RECALL_RESULT <= set(body) and len(body["hits"]) == 5 and body["total_available"] >= 7
+    assert all(hit["bank_id"] == "user-prefs" and "Release" in hit["text"] for hit in body["hits"])
 
 
 def test_unknown_route_is_404_not_found(client):
