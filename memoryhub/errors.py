@@ -100,6 +100,11 @@ UNIQUE_CONFLICTS = {
     "entity_id_unique_per_bank": "An entity with this id already exists in the bank",
     "entity_link_unique": "These entities are already linked this way",
     "memory_link_unique": "These memories are already linked this way",
+    "banks_bank_bank_id_key": "A bank with this id already exists",
+    "mental_model_unique_per_bank": "A mental model with this id already exists in the bank",
+    "revision_number_unique": "The mental model changed meanwhile",
+    "observation_id_unique_per_bank": "An observation with this id already exists in the bank",
+    "wiki_page_unique_per_bank": "This wiki page was written meanwhile",
 }
 
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from banks.models import Bank, BankMembership, Memory
 from banks.services.audit import audit_record
 from banks.services.holds import ensure_not_held
-from memoryhub.errors import Conflict, InvalidInput
+from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_bank_id, check_storable
 
 DELETE_CHUNK = 5000
@@ -46,7 +46,9 @@ def bank_create(
             if owner is not None and not getattr(owner, "is_superuser", False):
                 BankMembership.objects.create(user=owner, bank=bank, role="admin")
             audit_record(actor=actor, action="bank.create", bank=bank, target_ids=[bank_id])
-    except IntegrityError:
+    except IntegrityError as exc:
+        if violated_constraint(exc) != "banks_bank_bank_id_key":
+            raise
         # Two callers created the same bank at once; the winner's row is the bank.
         bank = Bank.objects.get(bank_id=bank_id)
         if not get_existing:

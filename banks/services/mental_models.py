@@ -28,7 +28,7 @@ from banks.live.structured_doc import (
 )
 from banks.models import Bank, MentalModel, MentalModelRevision
 from banks.services.audit import audit_record
-from memoryhub.errors import Conflict, InvalidInput, NotFound
+from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_text
 
 
@@ -142,8 +142,11 @@ def mental_model_create(
             )
             return mental_model_save_revision(model=model, doc=doc, actor=actor, action="create",
                                               expected_revision=0, content=as_sent)
-    except IntegrityError:
-        raise Conflict(f"mental model '{model_id}' was created concurrently; retry") from None
+    except IntegrityError as exc:
+        if violated_constraint(exc) not in {"mental_model_unique_per_bank", "revision_number_unique"}:
+            raise
+        raise Conflict(f"mental model '{model_id}' was created concurrently; retry",
+                       constraint=violated_constraint(exc)) from None
 
 
 def mental_model_refresh(

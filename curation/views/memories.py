@@ -35,7 +35,7 @@ from banks.services.merge import memory_merge
 from curation.access import actor, operator, operator_bank
 from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, RetainForm, RowEditForm, StateForm
 from curation.htmx import htmx_template, is_htmx
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import Conflict, MemoryHubError
 
 PAGE = 50
 MAX_SEARCH_PAGES = 20
@@ -108,6 +108,11 @@ def _row_response(request: HttpRequest, bank: Bank, memory: Memory, *, form: Row
         "can_write": principal.can(bank.bank_id, "write")}, status=status)
 
 
+def refusal_status(exc: MemoryHubError) -> int:
+    """A refused form: 409 when someone else's change got there first, else 422 (fix the input)."""
+    return 409 if isinstance(exc, Conflict) else 422
+
+
 @login_required
 def memory_row(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     """One row of the list: shown, edited in place (text and tags), archived or restored."""
@@ -130,7 +135,7 @@ def memory_row(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespon
     except MemoryHubError as exc:
         form.is_valid()
         form.add_error(None, exc.message)
-        return _row_response(request, bank, memory, form=form, status=422)
+        return _row_response(request, bank, memory, form=form, status=refusal_status(exc))
     memory.refresh_from_db()
     return _row_response(request, bank, memory)
 
@@ -205,6 +210,7 @@ def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespo
     bank = operator_bank(request, bank_id, "write")
     memory = memory_get(bank=bank, memory_id=memory_id)
     form = MemoryEditForm(request.POST)
+    status = 422
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -214,11 +220,12 @@ def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespo
         except MemoryHubError as exc:
             form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
                            exc.message)
+            status = refusal_status(exc)
         else:
             messages.success(request, "Saved.")
             return redirect(_memory_url(bank, memory_id))
     # What the operator typed comes back with the errors next to the fields it concerns.
-    return _memory_page(request, bank, memory, status=422, edit_form=form)
+    return _memory_page(request, bank, memory, status=status, edit_form=form)
 
 
 @login_required
@@ -267,6 +274,7 @@ def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> Htt
     bank = operator_bank(request, bank_id, "write")
     memory = memory_get(bank=bank, memory_id=memory_id)
     form = MergeForm(request.POST)
+    status = 422
     if form.is_valid():
         others = form.cleaned_data["merge"]
         try:
@@ -274,10 +282,11 @@ def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> Htt
                                     reason=form.cleaned_data["reason"])
         except MemoryHubError as exc:
             form.add_error(None, exc.message)
+            status = refusal_status(exc)
         else:
             messages.success(request, f"Merged {len(others)} into {survivor.memory_id}.")
             return redirect(_memory_url(bank, survivor.memory_id))
-    return _memory_page(request, bank, memory, status=422, merge_form=form)
+    return _memory_page(request, bank, memory, status=status, merge_form=form)
 
 
 @login_required
