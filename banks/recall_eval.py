@@ -147,7 +147,7 @@ class PlainBM25:
 
     def __init__(self, docs: dict[str, str]) -> None:
         self.keys = list(docs)
-        self.tf = [defaultdict(int) for _ in self.keys]
+        self.tf: list[defaultdict[str, int]] = [defaultdict(int) for _ in self.keys]
         self.df: dict[str, int] = defaultdict(int)
         self.lengths = []
         for i, key in enumerate(self.keys):

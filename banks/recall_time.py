@@ -84,12 +84,12 @@ def parse_time_window(question: str, reference: datetime) -> TimeWindow | None:
         start = today - timedelta(days=span * (1 if which == "this" else 2))
         return _window(reference, start, end, span * 0.1, match.group(0))
     for match in _MONTH.finditer(text):
-        which, name, year = match.groups()
-        if name == "may" and not which and not year:
+        which, name, year_text = match.groups()
+        if name == "may" and not which and not year_text:
             continue  # "may I ask" is not a month
-        month = MONTHS[name]
-        if year:
-            chosen_year = int(year)
+        month = int(MONTHS[name])
+        if year_text:
+            chosen_year = int(year_text)
         else:
             # "last June" / "in June": the latest June that has begun by the reference date.
             chosen_year = reference.year if month <= reference.month else reference.year - 1

@@ -138,7 +138,8 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     where, params = _filters_sql(bank, filters)
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
-    sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
+    # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
+    sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
            f"AND m.embedding_model = %s ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
                         limit=limit)
@@ -156,7 +157,8 @@ def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[t
     if not names:
         return []
     where, params = _filters_sql(bank, filters)
-    sql = (f"SELECT m.id, count(DISTINCT e.id) AS n FROM banks_entity e "
+    # Vetted: {where} comes from _filters_sql() (fixed clauses with %s placeholders); names are parameters.
+    sql = (f"SELECT m.id, count(DISTINCT e.id) AS n FROM banks_entity e "  # noqa: S608
            f"JOIN banks_memoryentity me ON me.entity_id = e.id JOIN banks_memory m ON m.id = me.memory_id "
            f"WHERE e.bank_id = %s AND (lower(e.name) = ANY(%s) OR e.entity_id = ANY(%s)) AND {where} "
            f"GROUP BY m.id ORDER BY n DESC, m.id DESC LIMIT %s")

@@ -122,8 +122,10 @@ def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: in
         weights = [idf(dfs[lx], max(total, dfs[lx])) for lx in present]
         rare = [lx for lx in present if dfs[lx] <= COMMON_DF]
         selecting = rare or present
+        # Vetted: the tsquery comes from _or_query() (placeholders only), {where} from fixed clauses, and
+        # the BM25 constants are module floats; lexemes and weights are parameters.
         sql = (
-            f"WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
+            f"WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "  # noqa: S608
             f"cand AS (SELECT m.id, m.search_vector FROM banks_memory m "
             f"WHERE m.search_vector @@ ({_or_query(selecting)}) AND {where} LIMIT %s) "
             f"SELECT c.id, sum(q.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(c.search_vector) "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Count
@@ -32,7 +32,7 @@ def retained_per_day(bank_ids: list[int], days: int = 14) -> dict[int, list[int]
     return series
 
 
-def last_changes(bank_ids: list[int]) -> dict[int, object]:
+def last_changes(bank_ids: list[int]) -> dict[int, datetime]:
     """The time of each bank's latest audited change (retains, edits, imports...): one index probe per bank."""
     if not bank_ids:
         return {}

@@ -96,6 +96,6 @@ def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
                "runs": runs, "forms": [(runs[0], "a_"), (second, "b_")], "arms": ARM_NAMES, "compare": compare,
                "embedder": embedder, "embedder_status": status, "base": base}
     template = "curation/recall_playground.html"
-    if request.htmx and query:
+    if getattr(request, "htmx", False) and query:
         template += "#results"
     return render(request, template, context)
