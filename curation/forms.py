@@ -288,7 +288,7 @@ class ModelEditForm(CurationForm):
     revision = forms.IntegerField(required=False, min_value=0)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         op = data.get("op")
         if op in {"add_section", "rename_section"} and not (data.get("heading") or "").strip():
             self.add_error("heading", "A section needs a heading.")
@@ -308,7 +308,7 @@ class ModelActionForm(CurationForm):
     reason = forms.CharField(required=False, max_length=2000)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("action") == "revert" and not data.get("to"):
             self.add_error("to", "Choose the revision to go back to.")
         return data
@@ -323,7 +323,7 @@ class DirectiveChangeForm(CurationForm):
     priority = forms.IntegerField(required=False, min_value=-1000, max_value=1000, label="Priority")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("action") == "update" and not (data.get("rule_text") or "").strip():
             self.add_error("rule_text", "A directive needs its rule.")
         return data
@@ -348,7 +348,7 @@ class GraphLinkForm(CurationForm):
     evidence = forms.CharField(required=False, max_length=2000)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         data["action"] = data.get("action") or "link"
         if data["action"] == "unlink" and not data.get("link_id"):
             self.add_error("link_id", "Which link?")

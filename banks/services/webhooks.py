@@ -46,6 +46,8 @@ def webhook_ingest(*, source_id: str, body: bytes, content_type: str, timestamp:
         raise SignatureRefused(str(exc)) from None
     data = _payload(body, content_type)
     content = data.get("content", data.get("text"))
+    if not isinstance(content, str):
+        raise InvalidInput("Content is empty", field="content")
     tags = data.get("tags")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
         raise InvalidInput("must be a list of strings", field="tags")
