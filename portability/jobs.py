@@ -30,7 +30,7 @@ def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]
 
 def job_resume(*, job: Job, actor: str) -> Job:
     """Start a new job that continues a failed or dead import after its last committed batch."""
-    resumed = job_start_async(kind=job.kind, bank=job.bank, actor=actor, params=job_resume_params(job))
+    resumed = job_start_async(kind=job.kind, bank=_bank(job), actor=actor, params=job_resume_params(job))
     audit_record(actor=actor, action="job.resume", bank=job.bank, target_ids=[str(job.pk), str(resumed.pk)])
     return resumed
 

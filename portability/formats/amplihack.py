@@ -57,7 +57,7 @@ def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
             "experience" if kind == "episodic" or category == "episodic" else "world")
         keep = {k: v for k, v in item.items() if k not in {"memory_id", "content", "tags", "created_at",
                                                             "entity_name", "metadata"}}
-        own = ours.get("metadata") if isinstance(ours.get("metadata"), dict) else {}
+        own: dict[str, Any] = ours["metadata"] if isinstance(ours.get("metadata"), dict) else {}
         return MemoryRecord(
             text=item["content"], memory_id=str(item["memory_id"]), fact_type=str(fact),
             tags=[str(t) for t in item.get("tags") or []],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -55,7 +55,8 @@ def open_archive_bytes(path: Path, cap: int) -> IO[bytes]:
     """The archive's bytes: decompressed (and capped at ``cap``) when it is gzip, as stored otherwise."""
     if is_gzip(path):
         try:
-            return io.BufferedReader(_Capped(gzip.open(path, "rb"), cap, path.name), buffer_size=1 << 16)
+            source = cast(IO[bytes], gzip.open(path, "rb"))  # a GzipFile is a binary stream
+            return io.BufferedReader(_Capped(source, cap, path.name), buffer_size=1 << 16)
         except OSError as exc:
             raise ValueError(f"{path.name} is not a readable gzip file: {exc}") from None
     return path.open("rb")
