@@ -213,7 +213,7 @@ class _Importer:
 
     def _memory(self, record: MemoryRecord, digest: str, vector: list[float], now: Any) -> Memory:
         return Memory(
-            bank=self.bank, memory_id=record.memory_id, text=record.text, fact_type=record.fact_type or "world",
+            bank=self.bank, memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
             occurred_at=record.occurred_at, retained_at=now,
             created_at=record.created_at or record.occurred_at or now, source=record.source or self.source_label,
