@@ -74,6 +74,21 @@ class Principal:
         ids = [b.pk for b in banks.only("pk", "bank_id") if self.permissions_for(b.bank_id)]
         return banks.filter(pk__in=ids)
 
+    def readable_banks(self) -> QuerySet[Bank]:
+        """The banks whose names this caller may list: those it holds ``read`` on."""
+        if self.is_superuser or self.user_id is not None:
+            return self.visible_banks()  # every operator role includes read
+        banks = Bank.objects.active()
+        ids = [b.pk for b in banks.only("pk", "bank_id") if self.can(b.bank_id, "read")]
+        return banks.filter(pk__in=ids)
+
+    def require_some_read(self) -> None:
+        """Listing anything needs ``read`` on at least one bank pattern; a write-only token is refused."""
+        if self.is_superuser or self.user_id is not None:
+            return
+        if not any("read" in granted for _, granted in self.grants):
+            raise AccessDenied(self.label, "read", "*")
+
 
 def principal_for_token(token: object) -> Principal:
     grants = []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -12,6 +11,7 @@ from agents.toolbox import BANKLESS, TOOLS, run_tool
 from banks.api.base import BankApiView, ok
 from banks.api.wire import WireModel
 from memoryhub.errors import InvalidInput, NotFound
+from memoryhub.queue import enqueue_after_commit
 
 
 class ToolApi(BankApiView):
@@ -25,6 +25,7 @@ class ToolApi(BankApiView):
 
 class ToolListApi(BankApiView):
     def get(self, request: Request) -> Response:
+        self.principal(request).require_some_read()
         return ok({"tools": [{"name": t.name, "permission": t.permission, "description": t.description}
                              for t in TOOLS.values()]
                    + [{"name": name, "permission": None, "description": description}
@@ -46,7 +47,8 @@ class IngestTurnApi(BankApiView):
         turn_id = uuid.uuid4().hex
         from agents.tasks import ingest_turn_task
 
-        # Queued after commit; the caller never waits for extraction or embedding.
-        transaction.on_commit(lambda: ingest_turn_task.delay(bank.pk, body.user, body.assistant,
-                                                             self.actor(request), turn_id))
+        # Queued after commit; the caller never waits for extraction or embedding, and hears a 503
+        # (nothing stored) when the broker cannot take the turn.
+        enqueue_after_commit(lambda: ingest_turn_task.delay(bank.pk, body.user, body.assistant,
+                                                            self.actor(request), turn_id), what="the turn")
         return ok({"queued": True, "turn_id": turn_id, "bank_id": bank.bank_id}, status=202)

@@ -16,7 +16,8 @@ from memoryhub.errors import AccessDenied
 class BanksApi(BankApiView):
     def get(self, request: Request) -> Response:
         principal = self.principal(request)
-        rows = principal.visible_banks().order_by("bank_id")[:1000]
+        principal.require_some_read()
+        rows = principal.readable_banks().order_by("bank_id")[:1000]
         return ok({"banks": [render.bank(b) for b in rows]})
 
     def post(self, request: Request) -> Response:

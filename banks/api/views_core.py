@@ -12,9 +12,10 @@ from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
 from banks.selectors.multibank import recall_many
-from banks.selectors.recall import RecallFilters, recall_bank
+from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
+from memoryhub.errors import DATABASE_RETRY_AFTER
 
 
 class RetainApi(BankApiView):
@@ -33,23 +34,27 @@ class RetainApi(BankApiView):
 class RecallApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, RecallRequest)
-        filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
-                                as_of=body.as_of, layers=body.layers)
-        if body.banks and not (body.bank_id and len(body.banks) <= 1 and body.banks[0] == body.bank_id):
-            bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks)))
-            banks = [self.bank(request, bank_id, "read") for bank_id in bank_ids]
-            outcome = recall_many(
-                banks, body.query, strategy=body.strategy or "parallel", max_results=body.max_results,
-                max_tokens=body.max_tokens, filters=filters, include_directives=body.include_directives,
-                include_observations=body.include_observations, min_results_to_stop=body.min_results_to_stop,
-                cascade_order=body.cascade_order, bank_weights=body.bank_weights,
-            )
-            return ok(render.recall_result(outcome, include_trace=body.include_trace))
-        bank = self.bank(request, body.bank_id or body.banks[0], "read")  # type: ignore[index]
-        outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
-                              filters=filters, include_directives=body.include_directives,
-                              include_observations=body.include_observations)
+        outcome = recall_for(self, request, body)
         return ok(render.recall_result(outcome, include_trace=body.include_trace))
+
+
+def recall_for(view: BankApiView, request: Request, body: RecallRequest) -> RecallOutcome:
+    """One bank, or every bank of ``banks`` (each checked for read before any is searched)."""
+    filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
+                            as_of=body.as_of, layers=body.layers)
+    bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks or [])))
+    banks = [view.bank(request, bank_id, "read") for bank_id in bank_ids or [""]]
+    # A ``banks`` list is a multi-bank recall (its trace says so) unless it only repeats ``bank_id``.
+    if body.banks and not (body.bank_id and bank_ids == [body.bank_id]):
+        return recall_many(
+            banks, body.query, strategy=body.strategy or "parallel", max_results=body.max_results,
+            max_tokens=body.max_tokens, filters=filters, include_directives=body.include_directives,
+            include_observations=body.include_observations, min_results_to_stop=body.min_results_to_stop,
+            cascade_order=body.cascade_order, bank_weights=body.bank_weights,
+        )
+    return recall_bank(banks[0], body.query, max_results=body.max_results, max_tokens=body.max_tokens,
+                       filters=filters, include_directives=body.include_directives,
+                       include_observations=body.include_observations)
 
 
 class HistoryApi(BankApiView):
@@ -118,7 +123,9 @@ class HealthApi(APIView):
         body = {"healthy": healthy, "message": message,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3),
                 "last_check_at": timezone.now().isoformat(), "embeddings": embeddings}
-        return Response(body, status=200 if healthy else 503)
+        if healthy:
+            return Response(body)
+        return Response(body, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
 
 
 class IngestHealthApi(APIView):
@@ -146,10 +153,5 @@ class DebugRecallApi(BankApiView):
 
     def post(self, request: Request) -> Response:
         body = self.body(request, RecallRequest)
-        bank = self.bank(request, body.bank_id or (body.banks or [""])[0], "read")
-        filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
-                                as_of=body.as_of, layers=body.layers)
-        outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
-                              filters=filters, include_directives=body.include_directives,
-                              include_observations=body.include_observations)
+        outcome = recall_for(self, request, body)
         return ok({"trace": render.recall_trace(outcome.trace), "result_count": len(outcome.hits)})

@@ -49,6 +49,17 @@ def _ids(values: Any, field: str = "source_ids") -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _own_memory_ids(bank: Bank, ids: list[str], field: str) -> list[str]:
+    """Evidence must be memories of the observation's own bank; another bank's id is unknown here (404)."""
+    if not ids:
+        return ids
+    known = set(Memory.objects.filter(bank=bank, memory_id__in=ids).values_list("memory_id", flat=True))
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise NotFound(f"{field}: memory '{missing[0]}' not found in bank '{bank.bank_id}'")
+    return ids
+
+
 def _embed(bank: Bank, text: str) -> dict[str, Any]:
     embedder = get_embedder(bank.embedding_provider or None)
     return {"embedding": embedder.embed([text])[0], "embedding_model": embedder.name,
@@ -84,7 +95,7 @@ def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[st
                        scope: str | None = None, confidence: float = 0.9) -> Observation:
     text = _text(text)
     confidence = _confidence(confidence)
-    ids = _ids(source_ids)
+    ids = _own_memory_ids(bank, _ids(source_ids), "source_ids")
     embedded = _embed(bank, text)  # possibly a remote call: before the transaction opens
     now = timezone.now()
     with transaction.atomic():
@@ -117,7 +128,8 @@ def observation_update(
         observation.scope = scope
         fields.append("scope")
     with transaction.atomic():
-        added = attach_evidence(observation, _ids(add_source_ids, "add_source_ids"))
+        added = attach_evidence(observation, _own_memory_ids(
+            observation.bank, _ids(add_source_ids, "add_source_ids"), "add_source_ids"))
         removed = 0
         if remove_source_ids:
             removed, _ = ObservationEvidence.objects.filter(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -26,7 +26,8 @@ from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
 from curation.forms import GraphLinkForm, TokenForm
 from curation.graph_svg import ego_svg
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import InvalidInput, MemoryHubError
+from memoryhub.input_rules import utc_datetime
 from portability.formats.common import parse_time
 
 SHOWN = 200
@@ -58,12 +59,23 @@ def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
     return render(request, "curation/graph.html", context)
 
 
+def _page_time(request: HttpRequest, field: str) -> datetime | None:
+    """A time typed in a page: read as the API reads it, refused (400 page) when no reader can show it."""
+    raw = request.GET.get(field, "").strip()
+    if not raw:
+        return None
+    parsed = parse_time(raw)
+    if parsed is None:
+        raise InvalidInput("not a date or date-time (ISO 8601, such as 2026-01-31T09:00)", field=field)
+    return utc_datetime(parsed, field)
+
+
 @login_required
 def time_travel(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
     now = timezone.now()
-    a = parse_time(request.GET.get("from")) or now - timedelta(days=7)
-    b = parse_time(request.GET.get("to")) or now
+    a = _page_time(request, "from") or now - timedelta(days=7)
+    b = _page_time(request, "to") or now
     query = request.GET.get("q", "").strip()
     seen = Memory.objects.filter(bank=bank).defer("embedding", "metadata")
     added_rows = seen.filter(retained_at__gt=a, retained_at__lte=b)
