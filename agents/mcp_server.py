@@ -22,7 +22,13 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agents.toolbox import BANKLESS, TOOLS, run_tool
-from memoryhub.errors import InvalidInput, MemoryHubError, database_error_as_domain_error, error_body
+from memoryhub.errors import (
+    InvalidInput,
+    MemoryHubError,
+    ServiceUnavailable,
+    database_error_as_domain_error,
+    error_body,
+)
 
 server = MCPServer(name="memoryhub", instructions="Long-term memory banks: retain, recall, reflect, forget, "
                    "observations, mental models and directives; plus the AgentOS memory tools.")
@@ -275,7 +281,17 @@ class RequireToken:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             raw = _raw_token(Request(scope).headers)
-            principal = await sync_to_async(_principal_sync, thread_sensitive=True)(raw)
+            try:
+                principal = await sync_to_async(_principal_sync, thread_sensitive=True)(raw)
+            except Exception as exc:
+                # The token is looked up in the database: if it cannot be reached, say so (503).
+                answer = database_error_as_domain_error(exc)
+                if not isinstance(answer, ServiceUnavailable):
+                    raise
+                body = error_body(503, answer.code, answer.message, **answer.extra)
+                await JSONResponse(body, status_code=503, headers={"Retry-After": str(answer.retry_after)})(
+                    scope, receive, send)
+                return
             if principal is None:
                 body = error_body(401, "unauthenticated", "Bearer token or X-Api-Key required" if not raw
                                   else "Invalid or revoked token")

@@ -8,7 +8,15 @@ from django.db import transaction
 
 from banks.models import Bank, Job, Memory
 from banks.services.audit import audit_record
-from banks.services.jobs import JobCancelled, job_create, job_fail, job_finish, job_progress, job_start
+from banks.services.jobs import (
+    JobCancelled,
+    job_create,
+    job_enqueue,
+    job_fail,
+    job_finish,
+    job_progress,
+    job_start,
+)
 from banks.services.memories import bank_embedder
 from memoryhub.errors import MemoryHubError
 from portability.formats.registry import open_archive
@@ -20,12 +28,11 @@ KINDS = ("import", "export", "reembed")
 
 
 def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]) -> Job:
-    """Create the job row and queue it once the row is committed."""
+    """Create the job row and queue it once the row is committed (503, job failed, if the broker refuses)."""
     job = job_create(kind=kind, actor=actor, bank=bank, params=params)
     from portability.tasks import run_job
 
-    transaction.on_commit(lambda: run_job.delay(job.pk))
-    return job
+    return job_enqueue(job=job, send=lambda: run_job.delay(job.pk))
 
 
 def job_resume(*, job: Job, actor: str) -> Job:

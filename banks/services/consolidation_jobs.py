@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from banks.models import Bank, Job, JobState
-from banks.services.jobs import job_create
+from banks.services.jobs import job_create, job_enqueue
 from memoryhub.errors import Conflict
 
 
@@ -19,5 +17,4 @@ def consolidation_start(*, bank: Bank, actor: str) -> Job:
     job = job_create(kind="consolidation", actor=actor, bank=bank)
     from banks.tasks import consolidate_observations
 
-    transaction.on_commit(lambda: consolidate_observations.delay(job.pk))
-    return job
+    return job_enqueue(job=job, send=lambda: consolidate_observations.delay(job.pk))

@@ -7,6 +7,7 @@ noticed by its stale heartbeat.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.utils import timezone
 from banks.models import Bank, Job, JobState
 from banks.services.audit import audit_record
 from memoryhub.errors import Conflict
+from memoryhub.queue import enqueue_after_commit
 
 MAX_ERRORS_KEPT = 1000
 STALE_AFTER = timedelta(minutes=5)
@@ -28,6 +30,14 @@ def job_create(*, kind: str, actor: str, bank: Bank | None = None, params: dict[
                total: int | None = None) -> Job:
     job = Job.objects.create(kind=kind, bank=bank, created_by=actor, params=params or {}, progress_total=total)
     audit_record(actor=actor, action=f"job.{kind}", bank=bank, target_ids=[str(job.pk)], details=params or {})
+    return job
+
+
+def job_enqueue(*, job: Job, send: Callable[[], object]) -> Job:
+    """Queue the job's task once its row is committed. A broker that refuses fails the row at once
+    (a 503 for the caller), so it never sits ``queued`` with nothing to run it."""
+    enqueue_after_commit(send, what=f"{job.kind} job {job.pk}",
+                         on_refused=lambda message: job_fail(job=job, message=message))
     return job
 
 
@@ -97,5 +107,5 @@ def job_is_stale(job: Job) -> bool:
                                               timezone.now() - job.heartbeat_at > STALE_AFTER)
 
 
-__all__ = ["JobCancelled", "job_cancel_request", "job_create", "job_fail", "job_finish", "job_is_stale",
-           "job_progress", "job_start"]
+__all__ = ["JobCancelled", "job_cancel_request", "job_create", "job_enqueue", "job_fail", "job_finish",
+           "job_is_stale", "job_progress", "job_start"]
