@@ -35,7 +35,7 @@ def _eager() -> bool:
 
 
 def enqueue_after_commit(send: Callable[[], object], *, what: str,
-                         on_refused: Callable[[str], None] | None = None) -> None:
+                         on_refused: Callable[[str], object] | None = None) -> None:
     """Call ``send`` (a task's ``delay``) after commit; raise ServiceUnavailable if the broker refuses.
 
     Tasks run in-process when eager (tests): their own errors are theirs, not the broker's.
