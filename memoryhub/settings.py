@@ -27,6 +27,7 @@ DATABASE_URL = env_str("DATABASE_URL")
 # Set by `manage.py serve` for the web and worker processes it starts beside its embedded server.
 EMBEDDED_DATABASE_URL = env_str("MEMORYHUB_EMBEDDED_DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
+EMBEDDED_PGDATA = Path(env_str("MEMORYHUB_EMBEDDED_PGDATA", str(VAR_DIR / "postgres")))
 
 
 def _secret_key() -> str:
@@ -117,10 +118,7 @@ elif EMBEDDED_DATABASE_URL:
 else:
     from memoryhub.embedded import embedded_database_url
 
-    _db_url = embedded_database_url(
-        Path(env_str("MEMORYHUB_EMBEDDED_PGDATA", str(VAR_DIR / "postgres"))),
-        database=env_str("MEMORYHUB_EMBEDDED_DATABASE", "postgres"),
-    )
+    _db_url = embedded_database_url(EMBEDDED_PGDATA, database=env_str("MEMORYHUB_EMBEDDED_DATABASE", "postgres"))
 MEMORYHUB_DATABASE_URL = _db_url
 DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -194,13 +192,16 @@ SPECTACULAR_SETTINGS = {
     "DISABLE_ERRORS_AND_WARNINGS": True,
 }
 
+# The cache holds the rate-limit counts, so it must be one for every web process: Redis when
+# configured, else a table in the database (created by a migration, see banks 0005).
+CACHE_TABLE = "memoryhub_cache"
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": env_str("MEMORYHUB_CACHE_URL"),
     }
     if env_str("MEMORYHUB_CACHE_URL")
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}
 }
 
 # Celery: a broker that needs no server by default (files under var/broker).
@@ -226,13 +227,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYHUB_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Periodic work, run by `celery beat`: every bank's lifecycle policy, once a day by default.
+# Periodic tasks, run by the beat process `manage.py serve` supervises (in production: one
+# `celery -A memoryhub beat`). Every bank's lifecycle policy, once a day by default; jobs whose worker
+# died are failed (and offered resume), orphan queued jobs and export temp files cleaned.
 MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
-    # Jobs whose worker died are failed (and offered resume); orphan queued jobs and export temp files cleaned.
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
 }
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Providers.
 MEMORYHUB_EMBEDDINGS = env_str("MEMORYHUB_EMBEDDINGS", "minilm")
@@ -253,8 +256,26 @@ MEMORYHUB_MAX_RESULT_LIMIT = env_int("MEMORYHUB_MAX_RESULT_LIMIT", 1000)
 MEMORYHUB_GRAPH_MAX_DEPTH = env_int("MEMORYHUB_GRAPH_MAX_DEPTH", 6)
 MEMORYHUB_AUTO_CREATE_BANKS = env_bool("MEMORYHUB_AUTO_CREATE_BANKS", True)
 
-# Portability: no roots means no file access over HTTP or the UI (fail closed).
-MEMORYHUB_PORTABILITY_ROOTS = env_str("MEMORYHUB_PORTABILITY_ROOTS") or env_str("ASTROCYTE_PORTABILITY_ROOTS")
+# Portability: no roots means no file access over HTTP or the UI (fail closed). On one machine
+# (embedded database) a new user gets one root under var/ so the transfer screen works at once;
+# a set variable (even empty) replaces it, and a deployment with DATABASE_URL must choose its own.
+def _portability_roots() -> tuple[str, bool]:
+    """The roots, and whether they are the embedded default rather than the operator's choice."""
+    for name in ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS"):
+        if env_str(name):
+            return env_str(name), False
+    if any(name in os.environ for name in ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS")):
+        return "", False
+    if not EMBEDDED_DATABASE:
+        return "", False
+    default = VAR_DIR / "archives"
+    default.mkdir(parents=True, exist_ok=True)
+    return str(default), True
+
+
+# The default does not bind the management commands: an operator at the shell exports wherever
+# they like unless roots were chosen explicitly (portability.management.commands._cli).
+MEMORYHUB_PORTABILITY_ROOTS, MEMORYHUB_PORTABILITY_ROOTS_DEFAULTED = _portability_roots()
 MEMORYHUB_MAX_UPLOAD_BYTES = env_int("MEMORYHUB_MAX_UPLOAD_BYTES", 2 * 1024 * 1024 * 1024)
 # A gzip archive stops being read once it inflates past this (a zip bomb gets a clear error).
 MEMORYHUB_MAX_DECOMPRESSED_BYTES = env_int("MEMORYHUB_MAX_DECOMPRESSED_BYTES", 8 * 1024 * 1024 * 1024)

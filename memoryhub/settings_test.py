@@ -16,7 +16,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = os.environ.get("MEMORYHUB_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "100000/min"}}  # noqa: F405
-MEMORYHUB_PORTABILITY_ROOTS = ""
 
 # Several test runs may share one embedded server (parallel sessions, xdist): each gets its own database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_memoryhub_{os.environ.get('MEMORYHUB_TEST_DB_SUFFIX', os.getpid())}"}  # noqa: F405

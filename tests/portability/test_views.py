@@ -80,3 +80,14 @@ def test_curators_cannot_reach_the_transfer_pages(operator_client, operator, ban
     BankMembership.objects.create(user=operator, bank=bank, role="curator")
     assert operator_client.get("/banks/user-alice/transfer/").status_code == 403
     assert operator_client.get("/banks/user-alice/transfer/download").status_code == 403
+
+
+def test_the_transfer_page_shows_where_files_live_by_default(admin_client, bank):
+    # The test settings keep the embedded default: one root under the var directory.
+    from django.conf import settings
+
+    default = str(settings.VAR_DIR / "archives")
+    assert settings.MEMORYHUB_PORTABILITY_ROOTS == default
+    page = admin_client.get("/banks/user-alice/transfer/").content.decode()
+    assert f"read and written only inside <code>{default}</code>" in page
+    assert "No portability roots are configured" not in page

@@ -1,8 +1,10 @@
-"""Run all of MemoryHub on one machine: database, migrations, worker, web server.
+"""Run all of MemoryHub on one machine: database, migrations, web server, Celery worker and beat, MCP.
 
-With DATABASE_URL unset the embedded PostgreSQL stays up for as long as this
-command runs and stops when it exits. The Celery worker and the web server
-are child processes; Ctrl-C (or SIGTERM) stops all of them cleanly.
+The web server is gunicorn (workers sized to the cores) unless ``--dev`` (or
+MEMORYHUB_DEV=1) asks for Django's reloading development server. Every child
+runs under memoryhub.supervisor: one that dies is logged and started again
+with backoff, and so is the embedded PostgreSQL. Ctrl-C or SIGTERM stops the
+children (web first, database last) and the command returns.
 """
 
 from __future__ import annotations
@@ -10,9 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import subprocess
 import sys
-import time
 from typing import Any
 
 from django.conf import settings
@@ -21,45 +21,135 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from memoryhub.env import env_bool, env_float, env_int
+from memoryhub.supervisor import Backoff, CallbackService, ProcessService, Service, Supervisor
+from portability.roots import portability_roots
+
+# Request line, status, bytes, duration: enough to spot slow routes in the access log.
+ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int) -> list[str]:
+    return [
+        sys.executable, "-m", "gunicorn", "memoryhub.wsgi",
+        "--bind", addr,
+        "--workers", str(workers),
+        "--worker-class", "gthread", "--threads", str(threads),
+        "--timeout", str(timeout), "--graceful-timeout", "30", "--keep-alive", "5",
+        # Recycle workers now and then so a slow leak can never grow without bound.
+        "--max-requests", "5000", "--max-requests-jitter", "500",
+        "--access-logfile", "-", "--access-logformat", ACCESS_LOG_FORMAT,
+        # Its default control socket is one path per user: two servers on a machine would fight over it.
+        "--no-control-socket",
+    ]
+
 
 class Command(BaseCommand):
-    help = "Start MemoryHub: migrate, create the first operator, run a Celery worker and the web server."
+    help = ("Start MemoryHub: migrate, create the first operator, then run and supervise the web server "
+            "(gunicorn, or the development server with --dev), a Celery worker and beat, and the MCP endpoint.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addr", default=os.environ.get("MEMORYHUB_ADDR", "127.0.0.1:8000"))
+        parser.add_argument("--dev", action="store_true", default=env_bool("MEMORYHUB_DEV", False),
+                            help="Django's development server, reloading on code changes (MEMORYHUB_DEV=1)")
+        parser.add_argument("--web-workers", type=int,
+                            default=env_int("MEMORYHUB_WEB_WORKERS", 2 * available_cores() + 1))
+        parser.add_argument("--web-threads", type=int, default=env_int("MEMORYHUB_WEB_THREADS", 2))
+        parser.add_argument("--web-timeout", type=int, default=env_int("MEMORYHUB_WEB_TIMEOUT", 120),
+                            help="seconds before gunicorn kills a worker stuck on one request")
         parser.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
-        parser.add_argument("--gunicorn", action="store_true", help="serve with gunicorn instead of runserver")
+        parser.add_argument("--no-beat", action="store_true", help="do not start Celery beat (periodic tasks)")
         parser.add_argument("--no-mcp", action="store_true", help="do not start the MCP endpoint")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write("Applying migrations...")
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("createcachetable", verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self._first_operator(options["addr"])
+        self._announce_roots()
+        connection.close()
+
+        supervisor = Supervisor(
+            self._services(options),
+            backoff=Backoff(initial=env_float("MEMORYHUB_RESTART_DELAY", 1.0),
+                            maximum=env_float("MEMORYHUB_RESTART_MAX_DELAY", 60.0)),
+        )
+        stopping = False
+
+        def stop(signum: int, frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        supervisor.start_all()
+        server = "development server" if options["dev"] else f"gunicorn, {options['web_workers']} workers"
+        self.stdout.write(self.style.SUCCESS(
+            f"MemoryHub is up: http://{options['addr']}/  ({server}; Ctrl-C stops it)"), ending="\n")
+        self.stdout.flush()
+        try:
+            supervisor.run(lambda: stopping)
+        finally:
+            self.stdout.write("Stopping MemoryHub...")
+            supervisor.stop_all()
+            self.stdout.write("MemoryHub stopped.")
+
+    def _services(self, options: dict[str, Any]) -> list[Service]:
         env = dict(os.environ)
-        if settings.EMBEDDED_DATABASE:
+        # The system checks ran once in this process; the children would only print them again.
+        env["CELERY_SKIP_CHECKS"] = "1"
+        services: list[Service] = []
+        if settings.EMBEDDED_DATABASE and not settings.EMBEDDED_DATABASE_URL:
+            from memoryhub.embedded import (
+                embedded_database_pid,
+                release_embedded_database,
+                restart_embedded_database,
+            )
+
+            data_dir = settings.EMBEDDED_PGDATA
             # Children reuse this process's embedded server instead of each starting one.
             env["MEMORYHUB_EMBEDDED_DATABASE_URL"] = settings.MEMORYHUB_DATABASE_URL
             env.setdefault("SECRET_KEY", settings.SECRET_KEY)
-        connection.close()
-        children: list[subprocess.Popen[bytes]] = []
-        if not options["no_worker"]:
-            children.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "INFO",
-                 "--concurrency", os.environ.get("MEMORYHUB_WORKER_CONCURRENCY", "2")],
-                env=env,
+            services.append(CallbackService(
+                "postgresql", start=lambda: restart_embedded_database(data_dir),
+                alive=lambda: embedded_database_pid(data_dir) is not None,
+                stop=lambda: release_embedded_database(data_dir),
+                pid=lambda: embedded_database_pid(data_dir), layer=0,
             ))
-        if options["gunicorn"]:
-            web = [sys.executable, "-m", "gunicorn", "memoryhub.wsgi", "--bind", options["addr"], "--workers", "2",
-                   "--timeout", "120"]
-        else:
-            web = [sys.executable, "manage.py", "runserver", options["addr"], "--noreload"]
-        children.append(subprocess.Popen(web, env=env, cwd=settings.BASE_DIR))
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        celery = [sys.executable, "-m", "celery", "-A", "memoryhub"]
+        if not options["no_worker"]:
+            services.append(ProcessService("worker", [
+                *celery, "worker", "--loglevel", "INFO",
+                "--concurrency", os.environ.get("MEMORYHUB_WORKER_CONCURRENCY", "2")], env=env, cwd=settings.BASE_DIR))
+        if not options["no_beat"]:
+            services.append(ProcessService("beat", [*celery, "beat", "--loglevel", "INFO"],
+                                           env=env, cwd=settings.BASE_DIR))
         if not options["no_mcp"]:
-            children.append(subprocess.Popen([sys.executable, "manage.py", "serve_mcp"], env=env,
-                                             cwd=settings.BASE_DIR))
-        self.stdout.write(self.style.SUCCESS(f"MemoryHub is up: http://{options['addr']}/  (Ctrl-C stops it)"))
-        self._wait(children)
+            services.append(ProcessService("mcp", [*manage, "serve_mcp", "--skip-checks"], env=env,
+                                           cwd=settings.BASE_DIR))
+        if options["dev"]:
+            web = [*manage, "runserver", options["addr"], "--skip-checks"]
+        else:
+            web = gunicorn_command(options["addr"], workers=max(1, options["web_workers"]),
+                                   threads=max(1, options["web_threads"]), timeout=options["web_timeout"])
+        services.append(ProcessService("web", web, env=env, cwd=settings.BASE_DIR))
+        return services
+
+    def _announce_roots(self) -> None:
+        roots = portability_roots()
+        if roots:
+            self.stdout.write("Import/export files live in: " + ", ".join(str(r) for r in roots))
+        else:
+            self.stdout.write("No portability roots: file import/export is off (set MEMORYHUB_PORTABILITY_ROOTS).")
 
     def _first_operator(self, addr: str) -> None:
         User = get_user_model()
@@ -72,27 +162,3 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(
             f"Created the first operator. Log in at http://{addr}/login/ as {username!r} with password {password!r}"
         ))
-
-    def _wait(self, children: list[subprocess.Popen[bytes]]) -> None:
-        stopping = False
-
-        def stop(signum: int, frame: object) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping and all(child.poll() is None for child in children):
-                time.sleep(0.5)
-        finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            for child in children:
-                try:
-                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    child.kill()
-            self.stdout.write("MemoryHub stopped.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from banks.models import Bank
@@ -27,10 +28,12 @@ def cli_bank(bank_id: str, *, create: bool = False, empty_if_missing: bool = Fal
 
 
 def cli_path(path: str, roots: list[str] | None) -> Path:
-    """Roots given with --root win; then the configured roots; with neither, the operator at the
-    shell is the trusted caller that may go uncontained (the API and the UI never may)."""
+    """Roots given with --root win; then the roots the operator configured; with neither (the
+    embedded default root binds only the API and the UI), the operator at the shell is the trusted
+    caller that may go uncontained (the API and the UI never may)."""
     try:
-        configured = [str(r) for r in portability_roots()]
+        chosen = not getattr(settings, "MEMORYHUB_PORTABILITY_ROOTS_DEFAULTED", False)
+        configured = [str(r) for r in portability_roots()] if chosen else []
         return resolve_contained(path, allowed_roots=roots or configured or None, allow_uncontained=True, env={})
     except PathNotAllowed as exc:
         raise CommandError(str(exc)) from None

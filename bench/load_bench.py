@@ -1,0 +1,281 @@
+"""Load on a server started as `make run` starts it: N clients, recall/retain mix, on a 10k bank.
+
+    .venv/bin/python bench/load_bench.py                  # 30 clients, 70/30, 3 minutes
+    .venv/bin/python bench/load_bench.py --seconds 60 --clients 30
+
+Starts `manage.py serve` (gunicorn, Celery worker and beat, MCP, the embedded
+PostgreSQL) on its own data under var/load-bench, with the default embedder, and a
+bank of --memories memories (inserted once, reused by later runs). Each client owns a
+token and a keep-alive connection and sends requests back to back: recall with
+probability --recall-share, retain otherwise. A warm-up (not counted) lets every web
+worker load the embedding model. Prints throughput, p50/p95/p99 per operation and
+errors by status, then checks in the database that every acknowledged retain is
+stored exactly once. Environment variables of `make run` (MEMORYHUB_WEB_WORKERS, ...)
+pass through to the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "load-bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+
+import django  # noqa: E402
+
+django.setup()
+# One log line per request would drown the figures.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+import httpx  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.db.models import Count  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from banks.content import content_hash  # noqa: E402
+from banks.models import Bank, Memory  # noqa: E402
+from banks.providers import get_embedder  # noqa: E402
+from banks.services.tokens import token_create  # noqa: E402
+
+WORDS = (
+    "account address agent alert answer api archive backup balance billing budget build cache calendar call "
+    "change chat check client cluster code config contract cost customer dashboard data database deadline "
+    "deploy design device discount dispute document domain email error escalation event export feature fee "
+    "file firewall form invoice issue job key language latency launch license limit log login meeting memory "
+    "message metric migration mobile model monitor network note notification office oncall order outage "
+    "owner pager partner password payment plan policy preference price printer priority product project "
+    "query queue quota refund region release report request review risk role schedule search server service "
+    "session setting shipping signup storage subscription support survey team ticket timezone token training "
+    "travel trial upgrade user vendor version wallet warehouse webhook weekly workflow"
+).split()
+VERBS = "prefers asked reported moved approved rejected scheduled renewed cancelled upgraded mentioned needs".split()
+NAMES = "Alice Bruno Chen Dana Emeka Farah Goran Hana Ivan Jade Kofi Lena Mateo Nia Omar Priya".split()
+
+
+def sentence(rng: random.Random) -> str:
+    picked = rng.sample(WORDS, 6)
+    return (f"{rng.choice(NAMES)} {rng.choice(VERBS)} the {picked[0]} {picked[1]} for the {picked[2]} "
+            f"{picked[3]}, with {picked[4]} and {picked[5]} noted on {rng.randint(1, 28)} "
+            f"{rng.choice(['March', 'June', 'September', 'December'])}.")
+
+
+def populate(bank: Bank, n: int) -> None:
+    have = Memory.objects.filter(bank=bank).count()
+    if have >= n:
+        return
+    rng = random.Random(7 + have)
+    embedder = get_embedder()
+    print(f"  embedding {n - have} memories with {embedder.name} (once; later runs reuse them)", flush=True)
+    now = timezone.now()
+    started = time.perf_counter()
+    for start in range(have, n, 500):
+        texts = [f"{sentence(rng)} (note {i})" for i in range(start, min(n, start + 500))]
+        vectors = embedder.embed(texts)
+        Memory.objects.bulk_create([
+            Memory(bank=bank, memory_id=f"seed{start + k:07d}", text=text, tags=[rng.choice(WORDS)],
+                   retained_at=now, created_at=now, content_hash=content_hash(text), embedding=vector,
+                   embedding_model=embedder.name, embedding_dims=embedder.dimensions)
+            for k, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+        ])
+        done = min(n, start + 500)
+        print(f"  {done}/{n} ({(done - have) / (time.perf_counter() - started):.0f}/s)", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    addr = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "MEMORYHUB_ADDR": addr, "MEMORYHUB_MCP_ADDR": f"127.0.0.1:{free_port()}"}
+    env.pop("MEMORYHUB_DEV", None)
+    with log.open("wb") as out:
+        server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=REPO, env=env, stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"serve exited early; see {log}")
+        try:
+            if httpx.get(f"http://{addr}/health", timeout=5).status_code == 200:
+                return server, addr
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"serve did not answer within 180 s; see {log}")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+@dataclass
+class Results:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    acknowledged: list[tuple[str, str]] = field(default_factory=list)  # (memory_id, text) of stored writes
+    merged: list[str] = field(default_factory=list)  # memory ids answered for writes judged near-duplicates
+    counting: bool = False
+
+
+async def client(number: int, base: str, token: str, bank_id: str, share: float, results: Results,
+                 stop_at: float, seed: int) -> None:
+    rng = random.Random(seed * 1000 + number)
+    headers = {"Authorization": f"Bearer {token}"}
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as http:
+        sequence = 0
+        while time.monotonic() < stop_at:
+            sequence += 1
+            if rng.random() < share:
+                op = "recall"
+                body = {"query": " ".join(rng.sample(WORDS, 3)), "bank_id": bank_id, "max_results": 10}
+            else:
+                op = "retain"
+                # Enough random words that no two writes are near-duplicates (they would be merged, by design).
+                text = (f"{sentence(rng)} Also {' '.join(rng.sample(WORDS, 8))} "
+                        f"[client {number} request {sequence} {uuid.uuid4().hex[:12]}]")
+                body = {"content": text, "bank_id": bank_id, "tags": ["load"]}
+            started = time.perf_counter()
+            try:
+                response = await http.post(f"/v1/{op}", json=body)
+                status = str(response.status_code)
+            except httpx.HTTPError as exc:
+                response, status = None, exc.__class__.__name__
+            elapsed = (time.perf_counter() - started) * 1000
+            ok = status in {"200", "201"}
+            if ok and op == "retain" and response is not None:
+                # Warm-up retains count here too: every acknowledged write must be kept.
+                payload = response.json()
+                if payload.get("stored"):
+                    results.acknowledged.append((payload["memory_id"], body["content"]))
+                else:
+                    results.merged.append(payload["memory_id"])
+            if not results.counting:
+                continue
+            results.statuses[op][status] += 1
+            if ok:
+                results.latencies[op].append(elapsed)
+
+
+async def run_load(base: str, tokens: list[str], bank_id: str, args: argparse.Namespace) -> tuple[Results, float]:
+    results = Results()
+    begin = time.monotonic()
+    stop_at = begin + args.warmup + args.seconds
+    tasks = [asyncio.create_task(client(i, base, tokens[i], bank_id, args.recall_share, results, stop_at, args.seed))
+             for i in range(args.clients)]
+    await asyncio.sleep(args.warmup)
+    results.counting = True
+    counted_from = time.monotonic()
+    await asyncio.gather(*tasks)
+    return results, time.monotonic() - counted_from
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def report(results: Results, elapsed: float) -> None:
+    total = sum(sum(c.values()) for c in results.statuses.values())
+    print(f"\n{total} requests in {elapsed:.0f} s: {total / elapsed:.1f} req/s")
+    for op in ("recall", "retain"):
+        lat = results.latencies.get(op, [])
+        done = sum(results.statuses[op].values())
+        if not lat:
+            print(f"  {op}: {done} requests, none succeeded")
+            continue
+        print(f"  {op:>6}: {done} requests ({done / elapsed:.1f}/s)  p50 {statistics.median(lat):.0f} ms  "
+              f"p95 {percentile(lat, 0.95):.0f} ms  p99 {percentile(lat, 0.99):.0f} ms  max {max(lat):.0f} ms")
+    errors = {f"{op} {status}": n for op, counter in results.statuses.items() for status, n in counter.items()
+              if status not in {"200", "201"}}
+    print("  errors by status: " + (", ".join(f"{k}: {v}" for k, v in sorted(errors.items())) or "none"))
+
+
+def verify(bank: Bank, acknowledged: list[tuple[str, str]], merged: list[str]) -> bool:
+    """Every acknowledged retain is in the bank exactly once, under the id the server answered; a write
+    answered as a near-duplicate points at a memory that exists."""
+    texts = [text for _, text in acknowledged]
+    found: dict[str, int] = {}
+    ids: dict[str, set[str]] = defaultdict(set)
+    for start in range(0, len(texts), 1000):
+        chunk = texts[start:start + 1000]
+        rows = Memory.objects.filter(bank=bank, text__in=chunk).values("text").annotate(n=Count("id"))
+        found.update({row["text"]: row["n"] for row in rows})
+        for memory_id, text in Memory.objects.filter(bank=bank, text__in=chunk).values_list("memory_id", "text"):
+            ids[text].add(memory_id)
+    missing = [t for t in texts if t not in found]
+    duplicated = [t for t in texts if found.get(t, 0) > 1]
+    wrong_id = [mid for mid, t in acknowledged if t in found and mid not in ids[t]]
+    existing = set(Memory.objects.filter(bank=bank, memory_id__in=set(merged)).values_list("memory_id", flat=True))
+    dangling = [mid for mid in merged if mid not in existing]
+    print(f"\nacknowledged retains: {len(acknowledged)} stored; missing: {len(missing)}; stored more than once: "
+          f"{len(duplicated)}; under another id: {len(wrong_id)}")
+    print(f"answered as near-duplicates of an existing memory: {len(merged)}; pointing nowhere: {len(dangling)}")
+    return not (missing or duplicated or wrong_id or dangling)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=180.0, help="measured duration (default 180)")
+    parser.add_argument("--warmup", type=float, default=15.0, help="seconds of load before measuring")
+    parser.add_argument("--clients", type=int, default=30)
+    parser.add_argument("--recall-share", type=float, default=0.7)
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    bank, _ = Bank.objects.get_or_create(bank_id=f"load-{args.memories}")
+    print(f"bank {bank.bank_id}: populating to {args.memories} memories", flush=True)
+    populate(bank, args.memories)
+    tokens = [token_create(name=f"load-bench-{i}", actor="load-bench",
+                           grants=[{"bank": bank.bank_id, "permissions": ["read", "write"]}])[1]
+              for i in range(args.clients)]
+    connection.close()
+
+    log = Path(os.environ["MEMORYHUB_VAR_DIR"]) / "serve.log"
+    server, addr = start_server(log)
+    load_before = os.getloadavg()
+    try:
+        print(f"server up at http://{addr}/ (log: {log}); load average before: "
+              f"{' '.join(f'{x:.2f}' for x in load_before)}", flush=True)
+        print(f"{args.clients} clients, {args.recall_share:.0%} recall, {args.warmup:.0f} s warm-up, "
+              f"{args.seconds:.0f} s measured", flush=True)
+        results, elapsed = asyncio.run(run_load(f"http://{addr}", tokens, bank.bank_id, args))
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        report(results, elapsed)
+    finally:
+        stop_server(server)
+    ok = verify(bank, results.acknowledged, results.merged)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
