@@ -63,7 +63,7 @@ def run_config(bank: Bank, corpus: Corpus, settings: dict, clear: bool = True) -
 
 
 def run_baselines(bank: Bank, corpus: Corpus) -> dict[str, dict]:
-    from banks.services.memories import bank_embedder
+    from banks.providers import bank_embedder
 
     keys, vectors = [], []
     for memory_id, vector in Memory.objects.filter(bank=bank).values_list("memory_id", "embedding"):

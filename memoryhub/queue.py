@@ -56,3 +56,17 @@ def enqueue_after_commit(send: Callable[[], object], *, what: str,
                                      retry_after=BROKER_RETRY_AFTER) from exc
 
     transaction.on_commit(hand_over)
+
+
+def send_task(name: str, *args: object) -> object:
+    """Queue the registered task called ``name`` (eager in tests, like ``delay``).
+
+    Services start background work by name so that they never import the task modules,
+    which import the services: the dependency runs one way, from tasks to services.
+    """
+    from memoryhub.celery import app
+
+    if name not in app.tasks:
+        # A web process has not imported the apps' task modules yet: autodiscovery does it once.
+        app.loader.import_default_modules()
+    return app.tasks[name].delay(*args)

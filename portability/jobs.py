@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from banks.models import Bank, Job, Memory
+from banks.providers import bank_embedder
 from banks.services.audit import audit_record
 from banks.services.jobs import (
     JobCancelled,
@@ -17,8 +18,8 @@ from banks.services.jobs import (
     job_progress,
     job_start,
 )
-from banks.services.memories import bank_embedder
 from memoryhub.errors import MemoryHubError
+from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
@@ -30,9 +31,7 @@ KINDS = ("import", "export", "reembed")
 def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]) -> Job:
     """Create the job row and queue it once the row is committed (503, job failed, if the broker refuses)."""
     job = job_create(kind=kind, actor=actor, bank=bank, params=params)
-    from portability.tasks import run_job
-
-    return job_enqueue(job=job, send=lambda: run_job.delay(job.pk))
+    return job_enqueue(job=job, send=lambda: send_task("portability.run_job", job.pk))
 
 
 def job_resume(*, job: Job, actor: str) -> Job:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from banks.models import Job
+from portability.jobs import job_run
+from portability.services.job_health import jobs_sweep
 
 
 def _job(job_id: int) -> Job | None:
@@ -17,8 +19,6 @@ def _job(job_id: int) -> Job | None:
 
 @shared_task(name="portability.run_job")
 def run_job(job_id: int) -> None:
-    from portability.jobs import job_run
-
     job = _job(job_id)
     if job is not None:
         job_run(job)
@@ -27,6 +27,4 @@ def run_job(job_id: int) -> None:
 @shared_task(name="portability.sweep_jobs")
 def sweep_jobs() -> dict[str, int]:
     """Periodic (Celery beat): dead jobs failed, orphan queued jobs ended, stale export temp files removed."""
-    from portability.services.job_health import jobs_sweep
-
     return jobs_sweep()

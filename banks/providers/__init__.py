@@ -1,7 +1,7 @@
 """Embedding and language-model providers, chosen by MEMORYHUB_EMBEDDINGS / MEMORYHUB_LLM."""
 
 from banks.providers.base import ProviderError, ProviderTimeout
-from banks.providers.embeddings import Embedder, get_embedder
+from banks.providers.embeddings import Embedder, bank_embedder, get_embedder
 from banks.providers.llm import LanguageModel, get_llm
 
-__all__ = ["Embedder", "LanguageModel", "ProviderError", "ProviderTimeout", "get_embedder", "get_llm"]
+__all__ = ["Embedder", "bank_embedder", "LanguageModel", "ProviderError", "ProviderTimeout", "get_embedder", "get_llm"]

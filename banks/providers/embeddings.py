@@ -35,6 +35,9 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
+    # Embedders are shared, long-lived objects: recall caches query vectors per embedder.
+    def __hash__(self) -> int: ...
+
 
 def _bucket(feature: str, dims: int) -> tuple[int, float]:
     digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
@@ -152,6 +155,15 @@ def _cached(spec: str, url: str, timeout: float) -> Embedder:
 def get_embedder(spec: str | None = None) -> Embedder:
     spec = spec or settings.MEMORYHUB_EMBEDDINGS
     return _cached(spec, settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_PROVIDER_TIMEOUT)
+
+
+class HasEmbeddingProvider(Protocol):
+    embedding_provider: str
+
+
+def bank_embedder(bank: HasEmbeddingProvider) -> Embedder:
+    """The embedder a bank's vectors were made with (its pinned provider, else the server default)."""
+    return get_embedder(bank.embedding_provider or None)
 
 
 def embedder_status(spec: str | None = None) -> dict[str, object]:

@@ -7,14 +7,14 @@ Directives of the bank that are active and in scope come first (layer
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from django.db import connection, transaction
 
 from banks.models import Bank, MentalModel, Observation
-
-if TYPE_CHECKING:
-    from banks.selectors.recall import RecallFilters, RecallHit, RecallTrace
+from banks.providers import bank_embedder
+from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
+from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
 
 
 def directive_in_scope(scope: str, filters: RecallFilters) -> bool:
@@ -29,8 +29,6 @@ def add_live_layers(
     bank: Bank, query: str, hits: list[RecallHit], total: int, trace: RecallTrace, *,
     filters: RecallFilters, max_results: int, include_directives: bool, include_observations: bool,
 ) -> tuple[list[RecallHit], int]:
-    from banks.selectors.recall import RecallHit
-
     front: list[RecallHit] = []
     if include_directives:
         directives = (MentalModel.objects.live().directives().filter(bank=bank, is_active=True)
@@ -60,15 +58,11 @@ def add_live_layers(
 
 def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[RecallHit]:
     """Live observations nearest the query (as of a moment, only those that existed then)."""
-    from banks.selectors.recall import RecallHit
-    from banks.services.memories import bank_embedder
-    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
-
     embedder = bank_embedder(bank)
     vector = vector_literal(embedder.embed([query])[0])
     distance = distance_sql(embedder.dimensions, column="o.embedding")
-    clauses, params = ["o.bank_id = %s", "o.embedding_dims = %s", "o.deleted_at IS NULL",
-                       "o.invalidated_at IS NULL"], [bank.pk, embedder.dimensions]
+    clauses = ["o.bank_id = %s", "o.embedding_dims = %s", "o.deleted_at IS NULL", "o.invalidated_at IS NULL"]
+    params: list[Any] = [bank.pk, embedder.dimensions]
     if filters.as_of is not None:
         clauses.append("o.created_at <= %s")
         params.append(filters.as_of)

@@ -12,8 +12,7 @@ Directives and observations can be layered on top by the live-memory selectors.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -22,74 +21,18 @@ from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
-from banks.providers import Embedder, get_llm
+from banks.providers import Embedder, bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
+from banks.selectors import live_layers
 from banks.selectors.recall_keyword import keyword_arm
-from banks.services.memories import bank_embedder
+from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
 from banks.vectors import distance_sql, nearest_rows, vector_literal
+
+__all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "recall_bank", "recall_memories"]
 
 # Columns a hit never shows: vectors stay in the database.
 _UNSHOWN = ("embedding", "search_vector")
-
-
-@dataclass
-class RecallFilters:
-    tags: list[str] | None = None
-    fact_types: list[str] | None = None
-    time_range: tuple[datetime | None, datetime | None] | None = None
-    as_of: datetime | None = None
-    layers: list[str] | None = None
-    sources: list[str] | None = None
-    # "Now" for relative times in the question ("last June"); does not filter.
-    reference_date: datetime | None = None
-
-
-@dataclass
-class RecallHit:
-    memory_id: str
-    text: str
-    score: float
-    bank_id: str
-    fact_type: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    tags: list[str] = field(default_factory=list)
-    occurred_at: datetime | None = None
-    retained_at: datetime | None = None
-    source: str | None = None
-    memory_layer: str | None = None
-    layer: str = "fact"
-    strategies: list[str] = field(default_factory=list)
-    # Per arm that found it, the 1-based rank there; the fused rank and score before any rerank.
-    arm_ranks: dict[str, int] = field(default_factory=dict)
-    fused_rank: int | None = None
-    fused_score: float | None = None
-
-
-@dataclass
-class RecallTrace:
-    strategies_used: list[str] = field(default_factory=list)
-    total_candidates: int = 0
-    fusion_method: str = "rrf"
-    latency_ms: float = 0.0
-    strategy_timings_ms: dict[str, float] = field(default_factory=dict)
-    strategy_candidate_counts: dict[str, int] = field(default_factory=dict)
-    tier_used: int | None = None
-    layer_distribution: dict[str, int] = field(default_factory=dict)
-    cache_hit: bool | None = None
-    wiki_tier_used: bool | None = None
-    # Per returned hit: memory_id, arm_ranks {arm: rank}, fused_rank, fused_score (see RecallHit).
-    hit_ranks: list[dict[str, Any]] = field(default_factory=list)
-    time_window: dict[str, str] | None = None
-
-
-@dataclass
-class RecallOutcome:
-    hits: list[RecallHit]
-    total_available: int
-    truncated: bool
-    trace: RecallTrace
-    top_semantic_score: float | None = None
 
 
 def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[str, list[Any]]:
@@ -260,8 +203,6 @@ def recall_bank(
     started = time.perf_counter()
     hits, total, trace, top_semantic = recall_memories(bank, query, max_results=max_results, filters=filters,
                                                        config=config)
-    from banks.selectors import live_layers
-
     hits, total = live_layers.add_live_layers(
         bank, query, hits, total, trace, filters=filters or RecallFilters(), max_results=max_results,
         include_directives=include_directives, include_observations=include_observations,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from banks.models import Bank, Job, JobState
 from banks.services.jobs import job_create, job_enqueue
 from memoryhub.errors import Conflict
+from memoryhub.queue import send_task
 
 
 def consolidation_start(*, bank: Bank, actor: str) -> Job:
@@ -15,6 +16,4 @@ def consolidation_start(*, bank: Bank, actor: str) -> Job:
         raise Conflict(f"a consolidation of bank '{bank.bank_id}' is already {running.state} (job {running.pk})",
                        job_id=running.pk)
     job = job_create(kind="consolidation", actor=actor, bank=bank)
-    from banks.tasks import consolidate_observations
-
-    return job_enqueue(job=job, send=lambda: consolidate_observations.delay(job.pk))
+    return job_enqueue(job=job, send=lambda: send_task("banks.consolidate_observations", job.pk))

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.models import Bank, Memory
-from banks.providers import get_embedder, get_llm
+from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
@@ -85,10 +85,6 @@ def validate_metadata(metadata: Any) -> tuple[dict[str, Any], list[str]]:
     if metadata_size(cleaned) > settings.MEMORYHUB_MAX_METADATA_BYTES:
         raise InvalidInput(f"larger than {settings.MEMORYHUB_MAX_METADATA_BYTES} bytes", field="metadata")
     return cleaned, dropped
-
-
-def bank_embedder(bank: Bank):  # noqa: ANN201  (an Embedder)
-    return get_embedder(bank.embedding_provider or None)
 
 
 def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None

@@ -13,10 +13,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from banks.providers import bank_embedder
 from banks.providers.embeddings import embedder_status
 from banks.recall_fusion import ARM_NAMES, RecallConfig
 from banks.selectors.recall import RecallFilters, RecallOutcome, bank_recall_config, recall_bank
-from banks.services.memories import bank_embedder
 from curation.access import operator_bank
 from portability.formats.common import parse_time
 
