@@ -5,9 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from banks.api.render import iso, memory_hit, recall_trace
+from banks.live.structured_doc import load_document
 from banks.models import Bank, Entity, MentalModel, MentalModelRevision
 from banks.selectors.graph import GraphHit
 from banks.selectors.observations import ObservationView
+
+
+def _with_block_ids(structured_doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored document as clients see it: every block with its id, also in documents stored before
+    blocks had ids (their ids are derived, the same on every read, and written down on the next save)."""
+    if not structured_doc:
+        return structured_doc
+    return load_document(structured_doc).model_dump(mode="json")
 
 
 def mental_model(model: MentalModel) -> dict[str, Any]:
@@ -21,7 +30,7 @@ def mental_model(model: MentalModel) -> dict[str, Any]:
         "revision": model.revision,
         "refreshed_at": iso(model.refreshed_at),
         "kind": model.kind,
-        "structured_doc": model.structured_doc,
+        "structured_doc": _with_block_ids(model.structured_doc),
         "source_timestamps": None,
         "is_active": model.is_active,
         "priority": model.priority,
@@ -40,7 +49,7 @@ def revision(row: MentalModelRevision, *, full: bool = True) -> dict[str, Any]:
     body = {"revision": row.number, "action": row.action, "author": row.author, "created_at": iso(row.created_at),
             "title": row.title, "scope": row.scope, "change_summary": row.change_summary}
     if full:
-        body.update({"content": row.content, "structured_doc": row.structured_doc,
+        body.update({"content": row.content, "structured_doc": _with_block_ids(row.structured_doc),
                      "source_ids": list(row.source_ids), "operations": row.operations})
     return body
 

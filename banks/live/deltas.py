@@ -9,6 +9,14 @@ Rules, in this order:
 The seed documentation's shape (``block_index`` / ``new_content``) is accepted
 and translated before validation.
 
+Our addition: every block has a stable id (``structured_doc.ensure_block_ids``), and
+``insert_block`` / ``replace_block`` / ``remove_block`` take ``block_id`` wherever they take an
+``index`` (``insert_block`` inserts before that block). With ``block_id`` the ``section_id`` may
+be left out. A ``block_id`` that is not in the document (removed by someone else, or by an
+earlier op of the same list), or that contradicts the ``section_id`` or ``index`` also given,
+means the caller edits a version that no longer exists: ``StaleBlockError``, nothing applied.
+A replaced block keeps its id; new blocks get fresh ids.
+
 Audit entries leave out ``None`` optionals (Astrocyte writes them as ``null``);
 the keys that are present match Astrocyte's.
 """
@@ -21,12 +29,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from banks.live.structured_doc import (
+    BLOCK_ID_PATTERN,
     BLOCK_TYPES,
     Block,
     ParagraphBlock,
     Section,
     StructuredDocument,
     blocks_from_markdown,
+    ensure_block_ids,
+    new_block_id,
     slugify_heading,
     unique_id,
     validation_messages,
@@ -41,8 +52,28 @@ class DeltaSchemaError(ValueError):
         self.messages = messages
 
 
+class StaleBlockError(ValueError):
+    """An op names a block id the document does not hold where the op says; the message names it."""
+
+    def __init__(self, position: int, block_id: str, message: str) -> None:
+        super().__init__(f"operations[{position}].block_id: {message}")
+        self.position = position
+        self.block_id = block_id
+
+
 class _Op(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Targeted(_Op):
+    """A block named by ``section_id`` + ``index`` (Astrocyte) or by ``block_id`` (ours).
+
+    Both optional here; ``validate_ops`` reports a missing one with Astrocyte's message.
+    """
+
+    section_id: str | None = None
+    index: int | None = Field(default=None, ge=0)
+    block_id: str | None = Field(default=None, pattern=BLOCK_ID_PATTERN)
 
 
 class AppendBlock(_Op):
@@ -51,24 +82,18 @@ class AppendBlock(_Op):
     block: Block
 
 
-class InsertBlock(_Op):
+class InsertBlock(_Targeted):
     op: Literal["insert_block"]
-    section_id: str
-    index: int = Field(ge=0)
     block: Block
 
 
-class ReplaceBlock(_Op):
+class ReplaceBlock(_Targeted):
     op: Literal["replace_block"]
-    section_id: str
-    index: int = Field(ge=0)
     block: Block
 
 
-class RemoveBlock(_Op):
+class RemoveBlock(_Targeted):
     op: Literal["remove_block"]
-    section_id: str
-    index: int = Field(ge=0)
 
 
 class AddSection(_Op):
@@ -161,6 +186,13 @@ def _normalise_alias(raw: Any, where: str) -> Any:
     return op
 
 
+def _target_messages(raw: Any, where: str) -> list[str]:
+    """Astrocyte requires ``section_id`` and ``index``; a ``block_id`` stands for both."""
+    if not isinstance(raw, dict) or raw.get("op") not in _INDEXED_OPS or raw.get("block_id") is not None:
+        return []
+    return [f"{where}.{name}: Field required" for name in ("section_id", "index") if raw.get(name) is None]
+
+
 def validate_ops(ops: Any) -> list[Any]:
     """Strictly validated op models, or ``DeltaSchemaError`` listing every bad op."""
     if not isinstance(ops, list):
@@ -170,7 +202,9 @@ def validate_ops(ops: Any) -> list[Any]:
     for i, raw in enumerate(ops):
         where = f"operations[{i}]"
         try:
-            parsed.append(_ADAPTER.validate_python(_normalise_alias(raw, where)))
+            op = _normalise_alias(raw, where)
+            messages.extend(_target_messages(op, where))
+            parsed.append(_ADAPTER.validate_python(op))
         except DeltaSchemaError as exc:
             messages.extend(exc.messages)
         except ValidationError as exc:
@@ -184,40 +218,89 @@ def _entry(op: Any) -> dict[str, Any]:
     return op.model_dump(exclude_none=True, exclude={"block", "blocks"})
 
 
-def _apply_one(sections: list[Section], op: Any, entry: dict[str, Any]) -> str | None:
+def _claim(blocks: list[Any], taken: set[str]) -> None:
+    """Ids for blocks entering the document: a supplied id is kept if free, else a fresh one."""
+    for block in blocks:
+        if block.id is None or block.id in taken:
+            block.id = new_block_id()
+            while block.id in taken:
+                block.id = new_block_id()
+        taken.add(block.id)
+
+
+def _ids(sections: list[Section], skip: Section | None = None) -> set[str]:
+    return {b.id for s in sections if s is not skip for b in s.blocks if b.id is not None}
+
+
+def _target(sections: list[Section], op: Any, position: int, entry: dict[str, Any]) -> tuple[Section, int] | str:
+    """The section and index ``op`` points at, or a skip reason; a stale block id raises."""
+    if op.block_id is None:
+        section = next((s for s in sections if s.id == op.section_id), None)
+        return f"unknown section_id: {op.section_id}" if section is None else (section, op.index)
+    found = next(((s, i) for s in sections for i, b in enumerate(s.blocks) if b.id == op.block_id), None)
+    if found is None:
+        raise StaleBlockError(position, op.block_id, f"unknown block {op.block_id!r} (removed, or never in "
+                                                     "this document); reload the model and apply the change again")
+    section, index = found
+    if op.section_id is not None and op.section_id != section.id:
+        raise StaleBlockError(position, op.block_id, f"block {op.block_id!r} is in section {section.id!r}, "
+                                                     f"not {op.section_id!r}; reload the model")
+    if op.index is not None and op.index != index:
+        raise StaleBlockError(position, op.block_id, f"block {op.block_id!r} is at index {index}, not "
+                                                     f"{op.index}; reload the model")
+    entry.setdefault("section_id", section.id)
+    return section, index
+
+
+def _apply_one(sections: list[Section], op: Any, entry: dict[str, Any], position: int = 0) -> str | None:
     """Apply ``op`` in place; return the skip reason, or None when applied."""
     if isinstance(op, AddSection):
-        position = len(sections)
+        position_at = len(sections)
         if op.after_section_id is not None:
             anchor = next((i for i, s in enumerate(sections) if s.id == op.after_section_id), None)
             if anchor is None:
                 return f"unknown after_section_id: {op.after_section_id}"
-            position = anchor + 1
+            position_at = anchor + 1
         new_id = unique_id(op.new_id or slugify_heading(op.heading), (s.id for s in sections))
-        sections.insert(position, Section(id=new_id, heading=op.heading, level=op.level, blocks=list(op.blocks)))
+        _claim(op.blocks, _ids(sections))
+        sections.insert(position_at, Section(id=new_id, heading=op.heading, level=op.level, blocks=list(op.blocks)))
         entry["assigned_id"] = new_id
         return None
 
-    section = next((s for s in sections if s.id == op.section_id), None)
-    if section is None:
-        return f"unknown section_id: {op.section_id}"
-    blocks = section.blocks
-    if isinstance(op, AppendBlock):
-        blocks.append(op.block)
-    elif isinstance(op, InsertBlock):
-        if op.index > len(blocks):
-            return f"index out of range: {op.index} > {len(blocks)}"
-        blocks.insert(op.index, op.block)
-    elif isinstance(op, ReplaceBlock | RemoveBlock):
-        if op.index >= len(blocks):
-            return f"index out of range: {op.index} >= {len(blocks)}"
+    if isinstance(op, _Targeted):
+        target = _target(sections, op, position, entry)
+        if isinstance(target, str):
+            return target
+        section, index = target
+        blocks = section.blocks
+        if isinstance(op, InsertBlock):
+            if index > len(blocks):
+                return f"index out of range: {index} > {len(blocks)}"
+            _claim([op.block], _ids(sections))
+            blocks.insert(index, op.block)
+            return None
+        if index >= len(blocks):
+            return f"index out of range: {index} >= {len(blocks)}"
         if isinstance(op, ReplaceBlock):
-            blocks[op.index] = op.block
+            # The slot is edited, not replaced by another block: it keeps its id.
+            op.block.id = blocks[index].id
+            blocks[index] = op.block
         else:
-            del blocks[op.index]
+            del blocks[index]
+        return None
+
+    named = next((s for s in sections if s.id == op.section_id), None)
+    if named is None:
+        return f"unknown section_id: {op.section_id}"
+    section = named
+    if isinstance(op, AppendBlock):
+        _claim([op.block], _ids(sections))
+        section.blocks.append(op.block)
     elif isinstance(op, RemoveSection):
         sections.remove(section)
     elif isinstance(op, ReplaceSectionBlocks):
+        # The section's own ids may come back (a reordering keeps them); others' may not.
+        _claim(op.blocks, _ids(sections, skip=section))
         section.blocks = list(op.blocks)
     elif isinstance(op, RenameSection):
         section.heading = op.new_heading
@@ -225,14 +308,15 @@ def _apply_one(sections: list[Section], op: Any, entry: dict[str, Any]) -> str |
 
 
 def apply_delta_ops(doc: StructuredDocument, ops: list[dict[str, Any]]) -> DeltaResult:
-    """Apply ``ops`` to a copy of ``doc``. Raises ``DeltaSchemaError`` before touching anything."""
+    """Apply ``ops`` to a copy of ``doc``. Raises ``DeltaSchemaError`` before touching anything, and
+    ``StaleBlockError`` (leaving ``doc`` untouched) when an op names a block that is not there."""
     parsed = validate_ops(ops)
-    result = DeltaResult(doc=doc.model_copy(deep=True))
-    for op in parsed:
+    result = DeltaResult(doc=ensure_block_ids(doc.model_copy(deep=True), legacy=True))
+    for position, op in enumerate(parsed):
         # Ops are fresh models, but copy so the result never shares blocks with the caller's op list.
         op = op.model_copy(deep=True)
         entry = _entry(op)
-        reason = _apply_one(result.doc.sections, op, entry)
+        reason = _apply_one(result.doc.sections, op, entry, position)
         if reason is None:
             result.applied.append(entry)
         else:

@@ -9,11 +9,20 @@ headings, paragraphs that do not look like lists, fences or headings).
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 
 class StructuredDocError(ValueError):
@@ -24,22 +33,39 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ParagraphBlock(_Strict):
+BLOCK_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class _Block(_Strict):
+    # Our addition to Astrocyte's schema: a stable id that survives edits elsewhere in the document
+    # and every later revision. Optional on input (Astrocyte clients never send one).
+    id: str | None = Field(default=None, pattern=BLOCK_ID_PATTERN)
+
+    @model_serializer(mode="wrap")
+    def _without_missing_id(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A block not yet given an id dumps exactly as Astrocyte's does.
+        data: dict[str, Any] = handler(self)
+        if data.get("id") is None:
+            data.pop("id", None)
+        return data
+
+
+class ParagraphBlock(_Block):
     type: Literal["paragraph"]
     text: str
 
 
-class BulletListBlock(_Strict):
+class BulletListBlock(_Block):
     type: Literal["bullet_list"]
     items: list[str]
 
 
-class OrderedListBlock(_Strict):
+class OrderedListBlock(_Block):
     type: Literal["ordered_list"]
     items: list[str]
 
 
-class CodeBlock(_Strict):
+class CodeBlock(_Block):
     type: Literal["code"]
     language: str = ""
     text: str
@@ -62,6 +88,13 @@ class StructuredDocument(_Strict):
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.id == section_id), None)
+
+    def astrocyte_dump(self) -> dict[str, Any]:
+        """Astrocyte's exact schema (no block ids), for clients and archives that validate it strictly."""
+        data = self.model_dump(mode="json")
+        for section in data["sections"]:
+            section["blocks"] = [{k: v for k, v in block.items() if k != "id"} for block in section["blocks"]]
+        return data
 
 
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
@@ -278,11 +311,83 @@ def doc_from_sections(sections: list[dict[str, Any]]) -> StructuredDocument:
     return StructuredDocument(sections=built)
 
 
-def load_document(data: dict[str, Any] | None) -> StructuredDocument:
-    """A stored or submitted ``structured_doc``; empty means an empty document."""
+def load_document(data: dict[str, Any] | None, *, submitted: bool = False) -> StructuredDocument:
+    """A stored or submitted ``structured_doc``; empty means an empty document.
+
+    Every block of the result has an id. A stored document from before block ids existed gets
+    ids derived from its section and position, so each read of it shows the same ids until the
+    next save writes them down. A submitted document keeps the ids it carries (a repeated one is
+    refused, naming it); its blocks without one get theirs when it is saved (``ensure_block_ids``),
+    possibly carried over from the document it replaces (``carry_block_ids``).
+    """
     if not data:
         return StructuredDocument()
     try:
-        return StructuredDocument.model_validate(data)
+        doc = StructuredDocument.model_validate(data)
     except ValidationError as exc:
         raise StructuredDocError("; ".join(validation_messages(exc, "structured_doc"))) from None
+    if submitted:
+        seen: dict[str, str] = {}
+        for s_index, section in enumerate(doc.sections):
+            for b_index, block in enumerate(section.blocks):
+                if block.id is None:
+                    continue
+                where = f"structured_doc.sections[{s_index}].blocks[{b_index}].id"
+                if block.id in seen:
+                    raise StructuredDocError(f"{where}: duplicate block id {block.id!r} (also at {seen[block.id]})")
+                seen[block.id] = where
+        return doc
+    return ensure_block_ids(doc, legacy=True)
+
+
+def new_block_id() -> str:
+    return "b" + secrets.token_hex(5)
+
+
+def legacy_block_id(section_id: str, index: int) -> str:
+    """The id a block stored without one is known by: fixed by where it stood when it was stored."""
+    return "b" + hashlib.sha256(f"{section_id}\x00{index}".encode()).hexdigest()[:10]
+
+
+def iter_blocks(doc: StructuredDocument) -> Iterable[tuple[Section, int, Any]]:
+    for section in doc.sections:
+        for index, block in enumerate(section.blocks):
+            yield section, index, block
+
+
+def ensure_block_ids(doc: StructuredDocument, *, legacy: bool = False) -> StructuredDocument:
+    """Give every block without an id one (in place; returns ``doc``). A repeated id keeps its first
+    holder; the later block gets a fresh id."""
+    taken: set[str] = set()
+    for section, index, block in iter_blocks(doc):
+        if block.id is None or block.id in taken:
+            candidate = legacy_block_id(section.id, index) if legacy and block.id is None else new_block_id()
+            while candidate in taken:
+                candidate = new_block_id()
+            block.id = candidate
+        taken.add(block.id)
+    return doc
+
+
+def _content_key(block: Any) -> str:
+    return repr(block.model_dump(exclude={"id"}))
+
+
+def carry_block_ids(old: StructuredDocument, new: StructuredDocument) -> StructuredDocument:
+    """A rewrite of the whole document (refresh, re-create) keeps the id of every block that is
+    still there unchanged in the same section; new or changed blocks get fresh ids."""
+    available: dict[tuple[str, str], list[str]] = {}
+    for section, _, block in iter_blocks(old):
+        if block.id is not None:
+            available.setdefault((section.id, _content_key(block)), []).append(block.id)
+    used: set[str] = {block.id for _, _, block in iter_blocks(new) if block.id is not None}
+    for section, _, block in iter_blocks(new):
+        if block.id is not None:
+            continue
+        ids = available.get((section.id, _content_key(block)), [])
+        while ids and ids[0] in used:
+            ids.pop(0)
+        if ids:
+            block.id = ids.pop(0)
+            used.add(block.id)
+    return ensure_block_ids(new)

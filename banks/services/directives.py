@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from banks.live.structured_doc import ParagraphBlock, Section, StructuredDocument
+from banks.live.structured_doc import ParagraphBlock, Section, StructuredDocument, load_document
 from banks.models import Bank, MentalModel
 from banks.services.audit import audit_record
 from banks.services.mental_models import mental_model_create, mental_model_save_revision
@@ -52,7 +52,7 @@ def directive_update(*, directive: MentalModel, actor: str, rule_text: str | Non
     if rule_text is not None or scope is not None:
         doc = rule_document(_rule(rule_text)) if rule_text is not None else None
         directive = mental_model_save_revision(
-            model=directive, doc=doc or StructuredDocument.model_validate(directive.structured_doc),
+            model=directive, doc=doc or load_document(directive.structured_doc),
             actor=actor, action="update", expected_revision=expected_revision, scope=scope,
         )
     flags: dict[str, Any] = {}

@@ -17,11 +17,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from banks.live.deltas import DeltaResult, DeltaSchemaError, apply_delta_ops
+from banks.live.deltas import DeltaResult, DeltaSchemaError, StaleBlockError, apply_delta_ops
 from banks.live.structured_doc import (
     StructuredDocError,
     StructuredDocument,
+    carry_block_ids,
     doc_from_sections,
+    ensure_block_ids,
     load_document,
     parse_markdown,
     render_markdown,
@@ -36,7 +38,7 @@ def _document(content: str | None, sections: list[dict[str, Any]] | None,
               structured_doc: dict[str, Any] | None) -> StructuredDocument:
     try:
         if structured_doc is not None:
-            return load_document(structured_doc)
+            return load_document(structured_doc, submitted=True)
         if sections is not None:
             return doc_from_sections(sections)
     except StructuredDocError as exc:
@@ -47,6 +49,13 @@ def _document(content: str | None, sections: list[dict[str, Any]] | None,
     if not isinstance(content, str):
         raise InvalidInput("must be a string", field="content")
     return parse_markdown(check_text(content, "content"))
+
+
+def model_document(model: MentalModel) -> StructuredDocument:
+    """The model's current document, every block with its id (see ``load_document``)."""
+    if model.structured_doc:
+        return load_document(model.structured_doc)
+    return ensure_block_ids(parse_markdown(model.content), legacy=True)
 
 
 def _clean_ids(source_ids: Any) -> list[str]:
@@ -82,6 +91,7 @@ def mental_model_save_revision(
     they stored); without it the content is rendered from the structured document.
     """
     now = timezone.now()
+    ensure_block_ids(doc)
     content = content if content is not None else render_markdown(doc)
     expected = model.revision if expected_revision is None else expected_revision
     changes: dict[str, Any] = {
@@ -130,6 +140,7 @@ def mental_model_create(
     ids = _clean_ids(source_ids)
     existing = MentalModel.objects.filter(bank=bank, model_id=model_id).first()
     if existing is not None:
+        carry_block_ids(model_document(existing), doc)
         return mental_model_save_revision(
             model=existing, doc=doc, actor=actor, action="replace", expected_revision=existing.revision,
             title=title.strip(), scope=scope or "bank", source_ids=ids, undelete=True, content=as_sent,
@@ -154,8 +165,9 @@ def mental_model_refresh(
     add_source_ids: list[str] | None = None, expected_revision: int | None = None,
 ) -> MentalModel:
     """New content (rebuilding the structure) and/or provenance, as a new revision."""
-    doc = parse_markdown(content) if content is not None else load_document(model.structured_doc) \
-        if model.structured_doc else parse_markdown(model.content)
+    doc = model_document(model)
+    if content is not None:
+        doc = carry_block_ids(doc, parse_markdown(content))
     ids = list(model.source_ids)
     if source_ids is not None:
         ids = _clean_ids(source_ids)
@@ -169,12 +181,15 @@ def mental_model_apply_delta(
     *, model: MentalModel, operations: Any, actor: str, expected_revision: int | None = None,
 ) -> tuple[MentalModel, DeltaResult]:
     """Apply delta operations; nothing is written when no op applied (no empty revisions)."""
-    base = load_document(model.structured_doc) if model.structured_doc else parse_markdown(model.content)
+    base = model_document(model)
     try:
         result = apply_delta_ops(base, operations)
     except DeltaSchemaError as exc:
         raise InvalidInput("; ".join(exc.messages), field="operations", prefix=False,
                            errors=exc.messages, applied=[], skipped=[], changed=False) from None
+    except StaleBlockError as exc:
+        raise Conflict(str(exc), block_id=exc.block_id, operation=exc.position, current_revision=model.revision,
+                       applied=[], skipped=[], changed=False) from None
     if expected_revision is not None and expected_revision != model.revision:
         raise Conflict(f"mental model '{model.model_id}' is at revision {model.revision}, not "
                        f"{expected_revision}; reload it and apply the change again",
@@ -194,6 +209,8 @@ def mental_model_revert(*, model: MentalModel, to_revision: int, actor: str,
     if target is None:
         raise NotFound(f"revision {to_revision} of mental model '{model.model_id}' not found")
     doc = load_document(target.structured_doc) if target.structured_doc else parse_markdown(target.content)
+    if not target.structured_doc:
+        carry_block_ids(model_document(model), doc)
     return mental_model_save_revision(
         model=model, doc=doc, actor=actor, action="revert", expected_revision=expected_revision,
         title=target.title, scope=target.scope, source_ids=list(target.source_ids),

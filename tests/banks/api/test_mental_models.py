@@ -145,3 +145,71 @@ def test_delete_is_soft_and_never_404(api):
     assert AuditEvent.objects.filter(action="mental_model.delete").count() == 1
     # Re-creating continues the history instead of starting over.
     assert create(api)["revision"] == 2
+
+
+def _blocks(model: dict) -> list[dict]:
+    return [b for s in model["structured_doc"]["sections"] for b in s["blocks"]]
+
+
+def test_blocks_are_addressed_by_stable_ids_over_rest(api):
+    model = create(api, content="## Tools\n\nPython\n\nVS Code\n\n## People\n\nAlice\n")
+    ids = [b["id"] for b in _blocks(model)]
+    assert len(set(ids)) == 3 and all(ids)
+    assert [b["id"] for b in _blocks(api.get("/v1/mental-models/preferences-v1", BANK).json())] == ids
+
+    # Someone inserts at the top of the section: the index of "VS Code" moves, its id does not.
+    moved = api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "insert_block", "section_id": "tools", "index": 0, "block": {"type": "paragraph", "text": "Rust"}}]})
+    assert moved.status_code == 200 and moved.json()["revision"] == 2
+    edited = api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "replace_block", "block_id": ids[1], "block": {"type": "paragraph", "text": "Cursor"}}]})
+    assert edited.status_code == 200, edited.content
+    assert edited.json()["applied"] == [{"op": "replace_block", "block_id": ids[1], "section_id": "tools"}]
+    blocks = _blocks(edited.json()["model"])
+    assert [(b["id"], b["text"]) for b in blocks if b["id"] in ids] == [
+        (ids[0], "Python"), (ids[1], "Cursor"), (ids[2], "Alice")]
+
+    # A refresh that leaves a block's text alone keeps its id; the history keeps the ids of its time.
+    refreshed = api.post("/v1/mental-models/preferences-v1/refresh", {
+        **BANK, "content": "## Tools\n\nPython\n\nZed\n\n## People\n\nAlice\n"}).json()
+    after = {b["text"]: b["id"] for b in _blocks(refreshed)}
+    assert after["Python"] == ids[0] and after["Alice"] == ids[2] and after["Zed"] not in ids
+    old = api.get("/v1/mental-models/preferences-v1/revisions/3", BANK).json()
+    assert ids[1] in [b["id"] for b in _blocks(old)]
+    reverted = api.post("/v1/mental-models/preferences-v1/revert", {**BANK, "revision": 3}).json()
+    assert [b["id"] for b in _blocks(reverted)] == [b["id"] for b in _blocks(old)]
+
+
+def test_a_stale_block_id_is_a_409_naming_it_and_nothing_is_written(api):
+    model = create(api, content="## Tools\n\nPython\n")
+    block_id = _blocks(model)[0]["id"]
+    assert api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "remove_block", "block_id": block_id}]}).status_code == 200
+    stale = api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "append_block", "section_id": "tools", "block": {"type": "paragraph", "text": "x"}},
+        {"op": "replace_block", "block_id": block_id, "block": {"type": "paragraph", "text": "Go"}}]})
+    assert stale.status_code == 409
+    body = stale.json()
+    assert body["detail"].startswith(f"operations[1].block_id: unknown block '{block_id}'")
+    assert body["block_id"] == block_id and body["operation"] == 1 and body["changed"] is False
+    assert api.get("/v1/mental-models/preferences-v1", BANK).json()["revision"] == 2
+    bad = api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "remove_block", "block_id": "has space"}]})
+    assert bad.status_code == 400 and "operations[0].block_id" in bad.json()["detail"]
+
+
+def test_a_model_stored_before_block_ids_shows_derived_ids_and_keeps_them(api):
+    from banks.models import MentalModel
+
+    create(api, content="## Tools\n\nPython\n\nGo\n")
+    row = MentalModel.objects.get(model_id="preferences-v1")
+    legacy = {"version": 1, "sections": [{"id": "tools", "heading": "Tools", "level": 2, "blocks": [
+        {"type": "paragraph", "text": "Python"}, {"type": "paragraph", "text": "Go"}]}]}
+    MentalModel.objects.filter(pk=row.pk).update(structured_doc=legacy)
+    shown = [b["id"] for b in _blocks(api.get("/v1/mental-models/preferences-v1", BANK).json())]
+    assert shown == [b["id"] for b in _blocks(api.get("/v1/mental-models/preferences-v1", BANK).json())]
+    updated = api.post("/v1/mental-models/preferences-v1/update", {**BANK, "operations": [
+        {"op": "remove_block", "block_id": shown[0]}]})
+    assert updated.status_code == 200
+    assert [b["id"] for b in _blocks(updated.json()["model"])] == [shown[1]]
+    assert MentalModel.objects.get(pk=row.pk).structured_doc["sections"][0]["blocks"][0]["id"] == shown[1]

@@ -353,7 +353,11 @@ class TestLoadDocument:
         assert load_document({}) == StructuredDocument()
 
     def test_valid_document(self):
-        assert load_document(DOC) == StructuredDocument.model_validate(DOC)
+        loaded = load_document(DOC)
+        assert loaded.astrocyte_dump() == StructuredDocument.model_validate(DOC).model_dump()
+        # A document stored before blocks had ids reads with derived ids, the same on every read.
+        assert all(b.id for s in loaded.sections for b in s.blocks)
+        assert loaded == load_document(DOC)
 
     def test_invalid_document_names_the_field(self):
         bad = {"sections": [{"id": "a", "heading": "A", "blocks": [{"type": "bullet_list", "items": [1]}]}]}
