@@ -34,6 +34,7 @@ from banks.services.mental_models import (
 )
 from banks.services.observations import observation_create, observation_delete, observation_get
 from banks.services.reflect import reflect
+from banks.services.usage import usage_record_recall
 from memoryhub.errors import InvalidInput, NotFound
 from memoryhub.input_rules import check_storable, utc_datetime
 from portability.formats.common import parse_time
@@ -70,6 +71,7 @@ def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
                           max_tokens=a.get("max_tokens"), filters=RecallFilters(
                               tags=a.get("tags"), fact_types=a.get("fact_types"),
                               as_of=_time(a, "as_of")))
+    usage_record_recall([bank], outcome.hits)
     return render.recall_result(outcome)
 
 

@@ -43,6 +43,9 @@ class BankHealth(BaseModel):
     job_backlog: int
     failed_jobs_7d: int
     legal_holds: list[str]
+    last_recalled_at: str | None
+    error_count: int
+    last_error_at: str | None
 
 
 class BankHealthList(BaseModel):

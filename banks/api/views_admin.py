@@ -32,7 +32,8 @@ def legal_hold(hold: LegalHold) -> dict[str, Any]:
 
 def health_body(view: BankHealthView) -> dict[str, Any]:
     details = dict(view.details)
-    details["last_retain_at"] = iso(details.get("last_retain_at"))
+    for key in ("last_retain_at", "last_recalled_at", "last_error_at"):
+        details[key] = iso(details.get(key))
     return {"bank_id": view.bank_id, "score": view.score, "status": view.status, "issues": view.issues,
             "metrics": view.metrics, "assessed_at": iso(view.assessed_at), **details}
 

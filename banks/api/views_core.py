@@ -11,11 +11,13 @@ from rest_framework.views import APIView
 from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
+from banks.models import Bank
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
-from memoryhub.errors import DATABASE_RETRY_AFTER
+from banks.services.usage import usage_record_error, usage_record_recall
+from memoryhub.errors import DATABASE_RETRY_AFTER, MemoryHubError
 
 
 class RetainApi(BankApiView):
@@ -34,16 +36,29 @@ class RetainApi(BankApiView):
 class RecallApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, RecallRequest)
-        outcome = recall_for(self, request, body)
+        outcome = recall_for(self, request, body, record=True)
         return ok(render.recall_result(outcome, include_trace=body.include_trace))
 
 
-def recall_for(view: BankApiView, request: Request, body: RecallRequest) -> RecallOutcome:
-    """One bank, or every bank of ``banks`` (each checked for read before any is searched)."""
+def recall_for(view: BankApiView, request: Request, body: RecallRequest, *, record: bool = False) -> RecallOutcome:
+    """The recall; with ``record``, counted in the banks' usage once answered (or failed)."""
     filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
                             as_of=body.as_of, layers=body.layers)
     bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks or [])))
     banks = [view.bank(request, bank_id, "read") for bank_id in bank_ids or [""]]
+    try:
+        outcome = _recall(banks, body, filters, bank_ids)
+    except Exception as exc:
+        if record and not (isinstance(exc, MemoryHubError) and exc.status < 500):
+            usage_record_error(banks)
+        raise
+    if record:
+        usage_record_recall(banks, outcome.hits)
+    return outcome
+
+
+def _recall(banks: list[Bank], body: RecallRequest, filters: RecallFilters, bank_ids: list[str]) -> RecallOutcome:
+    """One bank, or every bank of ``banks`` (each checked for read before any is searched)."""
     # A ``banks`` list is a multi-bank recall (its trace says so) unless it only repeats ``bank_id``.
     if body.banks and not (body.bank_id and bank_ids == [body.bank_id]):
         return recall_many(

@@ -5,6 +5,7 @@ from banks.models.holds import LegalHold, LifecyclePolicy
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
+from banks.models.usage import BankUsage
 from banks.models.webhooks import WebhookDelivery, WebhookSource
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Bank",
     "BankMembership",
     "BankRole",
+    "BankUsage",
     "Entity",
     "EntityLink",
     "Job",

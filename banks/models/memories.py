@@ -56,6 +56,8 @@ class Memory(EmbeddedText):
     content_hash = models.CharField(max_length=64)
     archived_at = models.DateTimeField(null=True, blank=True)
     forgotten_at = models.DateTimeField(null=True, blank=True)
+    # When a recall last returned it, to the hour (banks.services.usage); lifecycle archives from here.
+    last_recalled_at = models.DateTimeField(null=True, blank=True)
     merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     objects = MemoryQuerySet.as_manager()

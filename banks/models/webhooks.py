@@ -15,6 +15,12 @@ class WebhookSource(models.Model):
     enabled = models.BooleanField(default=True)
     tags = models.JSONField(default=list, blank=True, help_text="tags added to every memory from this source")
     created_at = models.DateTimeField(auto_now_add=True)
+    # What /health/ingest reports: the last accepted delivery and the last refused one, with why.
+    last_delivery_at = models.DateTimeField(null=True, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    delivery_count = models.BigIntegerField(default=0)
+    error_count = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["source_id"]

@@ -1,7 +1,8 @@
 """Bank health in Astrocyte's ``BankHealth`` shape, from what the database really holds.
 
-Recall and reflect are read-only and leave no record, so their counters are not known here and
-are reported as null rather than invented; everything else is counted.
+Recall and reflect counts come from the bank's usage counters (banks.services.usage), kept since
+this version; a rate whose denominator is zero is null, not a made-up 0 or 1. Retain-time
+deduplication is not counted, so ``dedup_rate`` stays null.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from django.db.models import Avg, Max
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from banks.models import AuditEvent, Bank, Job, JobState, Memory
+from banks.models import AuditEvent, Bank, BankUsage, Job, JobState, Memory
 from banks.selectors.holds import active_hold_ids
 
 # Average length is measured over the newest memories so a huge bank answers fast.
 LENGTH_SAMPLE = 1000
 FAILED_JOB_WINDOW = timedelta(days=7)
 BACKLOG_WARNING = 10
+# Below this many recalls a hit rate says nothing yet.
+MIN_RECALLS_FOR_RATE_ISSUE = 20
+LOW_HIT_RATE = 0.5
 
 
 @dataclass
@@ -38,9 +42,16 @@ def _issue(severity: str, code: str, message: str, recommendation: str) -> dict[
     return {"severity": severity, "code": code, "message": message, "recommendation": recommendation}
 
 
+def _rate(part: float, whole: float) -> float | None:
+    return round(float(part) / float(whole), 4) if whole else None
+
+
 def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str = "") -> BankHealthView:
     """The health of ``bank``; None stands for a granted bank id nothing was written to yet."""
     now = now or timezone.now()
+    usage = BankUsage()
+    if bank is not None and not bank.is_never_written:
+        usage = BankUsage.objects.filter(bank=bank).first() or usage
     if bank is None:
         memory_count, avg_length, last_retain_at, retain_count, backlog, failed = 0, None, None, 0, 0, 0
         holds: list[str] = []
@@ -69,17 +80,30 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
     if holds:
         issues.append(_issue("info", "legal_hold", f"Under legal hold: {', '.join(holds)}",
                              "Forget and lifecycle deletion are refused until the hold is released."))
+    if usage.error_count:
+        issues.append(_issue("warning", "recall_errors", f"{usage.error_count} recall or reflect request(s) failed",
+                             "Check the server log around the last error time."))
+    hit_rate = _rate(usage.recall_hit_count, usage.recall_count)
+    if hit_rate is not None and usage.recall_count >= MIN_RECALLS_FOR_RATE_ISSUE and hit_rate < LOW_HIT_RATE:
+        issues.append(_issue("warning", "low_recall_hit_rate",
+                             f"Only {hit_rate:.0%} of {usage.recall_count} recalls found anything",
+                             "Check that clients recall the bank they retain to, and the tags they filter on."))
     penalty = sum({"critical": 0.5, "warning": 0.2, "info": 0.0}[i["severity"]] for i in issues)
     score = round(max(0.0, 1.0 - penalty), 4)
     status = "healthy" if score >= 0.8 else ("warning" if score >= 0.5 else "unhealthy")
     metrics: dict[str, float | None] = {
-        "recall_hit_rate": None, "avg_recall_score": None, "dedup_rate": None, "reflect_success_rate": None,
+        "recall_hit_rate": hit_rate,
+        "avg_recall_score": _rate(usage.recall_score_sum, usage.recall_hit_count),
+        "dedup_rate": None,
+        "reflect_success_rate": _rate(usage.reflect_success_count, usage.reflect_count),
         "avg_content_length": round(float(avg_length), 2) if avg_length is not None else 0.0,
-        "recall_to_retain_ratio": None, "retain_count": float(retain_count), "recall_count": None,
-        "reflect_count": None, "memory_count": float(memory_count),
+        "recall_to_retain_ratio": _rate(usage.recall_count, retain_count),
+        "retain_count": float(retain_count), "recall_count": float(usage.recall_count),
+        "reflect_count": float(usage.reflect_count), "memory_count": float(memory_count),
     }
     details = {"last_retain_at": last_retain_at, "job_backlog": backlog, "failed_jobs_7d": failed,
-               "legal_holds": holds}
+               "legal_holds": holds, "last_recalled_at": usage.last_recalled_at,
+               "error_count": usage.error_count, "last_error_at": usage.last_error_at}
     return BankHealthView(bank_id=bank_id, score=score, status=status, issues=issues, metrics=metrics,
                           assessed_at=now, details=details)
 

@@ -78,13 +78,15 @@ def _sweep(bank: Bank, policy: Policy, actor: str, job: Job) -> LifecycleOutcome
     last_pk, done = 0, 0
     while True:
         rows = list(Memory.objects.filter(bank=bank, forgotten_at__isnull=True, pk__gt=last_pk).order_by("pk")
-                    .values("pk", "memory_id", "created_at", "fact_type", "tags", "archived_at")[:CHUNK])
+                    .values("pk", "memory_id", "created_at", "last_recalled_at", "fact_type", "tags",
+                            "archived_at")[:CHUNK])
         if not rows:
             break
         last_pk = rows[-1]["pk"]
         plan: dict[str, list[str]] = {ARCHIVE: [], DELETE: [], KEEP: []}
         for row in rows:
-            action, reason = decide(policy, now=now, created_at=row["created_at"], last_recalled_at=None,
+            action, reason = decide(policy, now=now, created_at=row["created_at"],
+                                    last_recalled_at=row["last_recalled_at"],
                                     fact_type=row["fact_type"], tags=row["tags"],
                                     archived=row["archived_at"] is not None, held=held)
             plan[action].append(row["memory_id"])

@@ -12,6 +12,7 @@ from banks.providers import get_llm
 from banks.providers.llm_types import Passage
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallHit, recall_bank
+from banks.services.usage import usage_record_reflect
 
 REFLECT_RECALL_RESULTS = 20
 
@@ -47,5 +48,6 @@ def reflect(
             answer.text = " ".join(f"[Directive] {d}" for d in directives) + (" " + answer.text if answer.text else "")
     by_id = {h.memory_id: h for h in evidence}
     sources = [by_id[i] for i in answer.cited_ids if i in by_id]
+    usage_record_reflect(banks, sources)
     return ReflectOutcome(answer=answer.text, confidence=answer.confidence, sources=sources,
                           observations=observations, directives=directives)
