@@ -68,6 +68,8 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("AdminBanksApi", "get"): (None, None, "admin", "Ids of the banks this token administers"),
     ("AdminBanksHealthApi", "get"): (None, None, "admin", "Health of every bank this token administers"),
     ("AdminBankHealthApi", "get"): (None, None, "admin", "Health of one bank, from its real counts"),
+    ("AdminSourcesApi", "get"): (None, None, "admin",
+                                 "Webhook sources of the banks this token administers, with their delivery state"),
     ("HoldApi", "get"): (None, None, "admin", "Whether the bank is under legal hold, and its holds"),
     ("HoldApi", "post"): (admin.HoldSetRequest, None, "admin", "Place a legal hold (forget is then a 409)"),
     ("HoldReleaseApi", "delete"): (None, admin.HoldReleaseQuery, "admin", "Release a legal hold"),
@@ -118,6 +120,7 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("ImportApi", "post"): out.ImportResult, ("AdminBanksApi", "get"): admin_out.AdminBankList,
     ("AdminBanksHealthApi", "get"): admin_out.BankHealthList, ("AdminBankHealthApi", "get"): admin_out.BankHealth,
     ("HoldApi", "get"): admin_out.HoldState, ("HoldApi", "post"): admin_out.LegalHold,
+    ("AdminSourcesApi", "get"): admin_out.IngestSourceList,
     ("HoldReleaseApi", "delete"): admin_out.HoldReleased, ("LifecycleRunApi", "post"): admin_out.LifecycleRunResult,
     ("LifecyclePolicyApi", "get"): admin_out.LifecyclePolicy, ("LifecyclePolicyApi", "put"): admin_out.LifecyclePolicy,
 }

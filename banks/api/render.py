@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
+from banks.selectors.ingest_sources import SourceState
 from banks.selectors.recall import RecallHit, RecallOutcome, RecallTrace
 from banks.services.forget import ForgetOutcome
 from banks.services.memories import RetainOutcome
@@ -80,3 +81,18 @@ def recall_result(outcome: RecallOutcome, *, include_trace: bool = True) -> dict
 
 def forget_result(outcome: ForgetOutcome) -> dict[str, Any]:
     return {"deleted_count": outcome.deleted_count, "archived_count": outcome.archived_count}
+
+
+def ingest_source(state: SourceState, *, admin: bool = False) -> dict[str, Any]:
+    """One push-ingest source: Astrocyte's health fields (healthy, message) and its delivery state."""
+    source = state.source
+    body: dict[str, Any] = {
+        "source_id": source.source_id, "type": "webhook", "status": state.status, "healthy": state.healthy,
+        "message": state.message, "enabled": source.enabled, "last_delivery_at": iso(source.last_delivery_at),
+        "last_error": source.last_error or None, "last_error_at": iso(source.last_error_at),
+        "delivery_count": source.delivery_count, "error_count": source.error_count,
+    }
+    if admin:
+        body.update({"bank_id": source.bank.bank_id, "tags": list(source.tags or []),
+                     "created_at": iso(source.created_at)})
+    return body

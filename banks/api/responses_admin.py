@@ -79,3 +79,24 @@ class LifecyclePolicy(BaseModel):
     fact_type_overrides: dict[str, dict[str, int | None]]
     exempt_tags: list[str]
     last_run_at: str | None
+
+
+class IngestSource(BaseModel):
+    source_id: str
+    type: str
+    status: str
+    healthy: bool
+    message: str
+    enabled: bool
+    last_delivery_at: str | None
+    last_error: str | None
+    last_error_at: str | None
+    delivery_count: int
+    error_count: int
+    bank_id: str
+    tags: list[str]
+    created_at: str | None
+
+
+class IngestSourceList(BaseModel):
+    sources: list[IngestSource]

@@ -54,6 +54,7 @@ urlpatterns = [
          name="admin-bank-hold-release"),
     path("admin/banks/<str:bank_id>/lifecycle", views_admin.LifecyclePolicyApi.as_view(),
          name="admin-bank-lifecycle"),
+    path("admin/sources", views_admin.AdminSourcesApi.as_view(), name="admin-sources"),
     path("admin/lifecycle", views_admin.LifecycleRunApi.as_view(), name="admin-lifecycle"),
     path("ingest/webhook/<str:source_id>", views_webhook.WebhookIngestApi.as_view(), name="ingest-webhook"),
     path("banks", views_banks.BanksApi.as_view(), name="banks"),

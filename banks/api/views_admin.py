@@ -8,16 +8,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from banks.api.base import BankApiView, ok
-from banks.api.render import iso
+from banks.api.render import ingest_source, iso
 from banks.api.schemas_admin import (
     HoldReleaseQuery,
     HoldSetRequest,
     LifecyclePolicyRequest,
     LifecycleRunRequest,
 )
-from banks.models import Bank, LegalHold, LifecyclePolicy
+from banks.models import Bank, LegalHold, LifecyclePolicy, WebhookSource
 from banks.selectors.bank_health import BankHealthView, bank_health
 from banks.selectors.holds import bank_holds, bank_lifecycle_policy
+from banks.selectors.ingest_sources import MAX_SOURCES, ingest_sources
 from banks.services.holds import hold_release, hold_set
 from banks.services.lifecycle import LifecycleOutcome, lifecycle_policy_set, lifecycle_run
 from memoryhub.errors import BankNotFound
@@ -55,6 +56,15 @@ class AdminBankView(BankApiView):
 class AdminBanksApi(AdminBankView):
     def get(self, request: Request) -> Response:
         return ok({"banks": [b.bank_id for b in self.admin_banks(request)]})
+
+
+class AdminSourcesApi(AdminBankView):
+    """Astrocyte's /v1/admin/sources: the push-ingest sources of the banks the caller administers."""
+
+    def get(self, request: Request) -> Response:
+        sources = (WebhookSource.objects.select_related("bank")
+                   .filter(bank__in=self.admin_banks(request)).order_by("source_id")[:MAX_SOURCES])
+        return ok({"sources": [ingest_source(s, admin=True) for s in ingest_sources(sources)]})
 
 
 class AdminBanksHealthApi(AdminBankView):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,6 +12,7 @@ from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
 from banks.models import Bank
+from banks.selectors.ingest_sources import ingest_aggregate, ingest_sources
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.services.forget import memory_forget
@@ -144,8 +145,8 @@ class HealthApi(APIView):
 
 
 class IngestHealthApi(APIView):
-    """Astrocyte's /health/ingest: the state of the push-ingest sources (webhooks). MemoryHub ingests
-    through the API and the worker, so the aggregate is the database the ingest writes to."""
+    """Astrocyte's /health/ingest: every push-ingest source (webhook) with its state and last delivery or
+    error, and the aggregate. Unauthenticated like every probe, so it names no bank (see /v1/admin/sources)."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -153,14 +154,15 @@ class IngestHealthApi(APIView):
 
     def get(self, request: Request) -> Response:
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-            healthy, message = True, "ingest ready"
-        except Exception as exc:  # the probe reports any database failure instead of raising
-            healthy, message = False, f"database unavailable: {exc.__class__.__name__}"
+            states = ingest_sources()
+        except DatabaseError as exc:  # the probe reports a database failure instead of raising
+            message = f"database unavailable: {exc.__class__.__name__}"
+            return Response({"status": "degraded", "aggregate": {"healthy": False, "message": message},
+                             "sources": []}, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+        healthy, message = ingest_aggregate(states)
         return Response({"status": "ok" if healthy else "degraded",
-                         "aggregate": {"healthy": healthy, "message": message}, "sources": []},
-                        status=200 if healthy else 503)
+                         "aggregate": {"healthy": healthy, "message": message},
+                         "sources": [render.ingest_source(s) for s in states]})
 
 
 class DebugRecallApi(BankApiView):

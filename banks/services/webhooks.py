@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from banks.live.webhooks import BadSignature, verify
 from banks.models import WebhookDelivery, WebhookSource
 from banks.services.memories import RetainOutcome, memory_retain
 from memoryhub.errors import Conflict, InvalidInput, MemoryHubError, NotFound
+
+logger = logging.getLogger(__name__)
 
 
 class SignatureRefused(MemoryHubError):
@@ -33,12 +38,41 @@ def _payload(body: bytes, content_type: str) -> dict[str, Any]:
         raise InvalidInput("a plain-text body must be UTF-8") from None
 
 
+MAX_ERROR_TEXT = 500
+
+
+def _note(source: WebhookSource, error: str | None) -> None:
+    """The source's delivery state for /health/ingest. Failing to write it never fails the delivery."""
+    now = timezone.now()
+    changes: dict[str, object] = (
+        {"last_delivery_at": now, "delivery_count": F("delivery_count") + 1} if error is None
+        else {"last_error_at": now, "last_error": error[:MAX_ERROR_TEXT], "error_count": F("error_count") + 1})
+    try:
+        with transaction.atomic():
+            WebhookSource.objects.filter(pk=source.pk).update(**changes)
+    except DatabaseError:
+        logger.warning("could not record the delivery state of webhook %s", source.source_id, exc_info=True)
+
+
 def webhook_ingest(*, source_id: str, body: bytes, content_type: str, timestamp: str | None,
                    signature: str | None, now: float | None = None) -> RetainOutcome:
     source = WebhookSource.objects.select_related("bank").filter(source_id=source_id, enabled=True,
                                                                  bank__deleted_at__isnull=True).first()
     if source is None:
         raise NotFound("unknown source")
+    try:
+        outcome = _ingest(source, body=body, content_type=content_type, timestamp=timestamp, signature=signature,
+                          now=now)
+    except MemoryHubError as exc:
+        _note(source, f"{exc.status} {exc.message}")
+        raise
+    refused = not outcome.stored and not outcome.deduplicated
+    _note(source, f"retain refused: {outcome.error}" if refused else None)
+    return outcome
+
+
+def _ingest(source: WebhookSource, *, body: bytes, content_type: str, timestamp: str | None,
+            signature: str | None, now: float | None) -> RetainOutcome:
     try:
         verified = verify(source.secret, timestamp=timestamp, signature=signature, body=body,
                           now=time.time() if now is None else now)

@@ -82,3 +82,40 @@ def test_signature_rules_without_a_database():
         args = {"timestamp": "1000", "signature": good, "body": body, "now": 1100, **kwargs}
         with pytest.raises(BadSignature):
             verify("k", **args)
+
+
+def test_health_ingest_lists_every_source_with_its_last_delivery_and_error(source, bank, make_bank, api):
+    WebhookSource.objects.create(source_id="old-crm", bank=bank, secret="x", enabled=False)
+    idle = Client().get("/health/ingest").json()
+    assert idle["status"] == "ok" and idle["aggregate"]["healthy"] is True
+    by_id = {s["source_id"]: s for s in idle["sources"]}
+    assert by_id["crm"]["status"] == "idle" and by_id["old-crm"]["status"] == "disabled"
+    assert "bank_id" not in by_id["crm"]  # the probe is public: it names no bank
+
+    assert _post(json.dumps({"content": "Acme renewed."}).encode()).status_code == 200
+    ok = {s["source_id"]: s for s in Client().get("/health/ingest").json()["sources"]}["crm"]
+    assert ok["status"] == "ok" and ok["healthy"] is True and ok["last_delivery_at"] and ok["delivery_count"] == 1
+
+    assert _post(b"{}", secret="wrong").status_code == 401
+    degraded = Client().get("/health/ingest")
+    assert degraded.status_code == 200
+    body = degraded.json()
+    assert body["status"] == "degraded" and body["aggregate"]["healthy"] is False
+    assert "crm" in body["aggregate"]["message"]
+    failing = {s["source_id"]: s for s in body["sources"]}["crm"]
+    assert failing["status"] == "failing" and failing["healthy"] is False and failing["error_count"] == 1
+    assert failing["last_error"] == "401 signature does not match" and failing["last_error_at"]
+    assert failing["last_delivery_at"] == ok["last_delivery_at"]
+
+    # A later accepted delivery heals it; the last error stays visible.
+    assert _post(json.dumps({"content": "Acme paid."}).encode()).status_code == 200
+    healed = {s["source_id"]: s for s in Client().get("/health/ingest").json()["sources"]}["crm"]
+    assert healed["status"] == "ok" and healed["last_error"] == "401 signature does not match"
+
+    listed = api.get("/v1/admin/sources")
+    assert listed.status_code == 200
+    admin_view = {s["source_id"]: s for s in listed.json()["sources"]}
+    assert admin_view["crm"]["bank_id"] == "user-alice" and admin_view["crm"]["tags"] == ["crm"]
+    make_bank("user-bob")
+    WebhookSource.objects.create(source_id="bobs", bank=make_bank("user-bob"), secret="y")
+    assert "bobs" not in {s["source_id"] for s in api.get("/v1/admin/sources").json()["sources"]}
