@@ -92,6 +92,16 @@ def _sync_operations() -> None:
 
 
 
+def _tenant_operations() -> None:
+    from banks.api import views_tenants as tenants
+
+    OPERATIONS.update({
+        ("DsarForgetPrincipalApi", "post"): (tenants.DsarForgetPrincipalRequest, None, "admin",
+                                             "Erase a principal's tagged memories in every bank of a tenant"),
+        ("TenantStorageApi", "get"): (None, None, "admin", "Storage used by a tenant's banks"),
+    })
+
+
 def _portability_operations() -> None:
     from portability.api import views as portability
 
@@ -173,6 +183,7 @@ class PydanticAutoSchema(AutoSchema):
         if key not in OPERATIONS:
             _portability_operations()
             _sync_operations()
+            _tenant_operations()
         if key not in OPERATIONS:
             return operation
         body, query, permission, summary = OPERATIONS[key]

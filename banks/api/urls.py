@@ -8,6 +8,7 @@ from banks.api import (
     views_models,
     views_reflect,
     views_sync,
+    views_tenants,
     views_webhook,
 )
 
@@ -54,6 +55,9 @@ urlpatterns = [
          name="admin-bank-hold-release"),
     path("admin/banks/<str:bank_id>/lifecycle", views_admin.LifecyclePolicyApi.as_view(),
          name="admin-bank-lifecycle"),
+    path("admin/tenants/<str:tenant_id>/storage", views_tenants.TenantStorageApi.as_view(),
+         name="admin-tenant-storage"),
+    path("dsar/forget_principal", views_tenants.DsarForgetPrincipalApi.as_view(), name="dsar-forget-principal"),
     path("admin/sources", views_admin.AdminSourcesApi.as_view(), name="admin-sources"),
     path("admin/lifecycle", views_admin.LifecycleRunApi.as_view(), name="admin-lifecycle"),
     path("ingest/webhook/<str:source_id>", views_webhook.WebhookIngestApi.as_view(), name="ingest-webhook"),

@@ -6,6 +6,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from banks.models import Bank
+from banks.services.banks import bank_create
 from banks.services.directives import directive_create
 from banks.services.memories import memory_retain
 from banks.services.mental_models import mental_model_create
@@ -15,6 +16,7 @@ from tests.conftest import ApiClient
 pytestmark = pytest.mark.django_db
 
 B = "user-alice"
+T = "acme:decisions"  # the one bank of tenant "acme": the tenant routes are checked against it
 ALL = ("read", "write", "forget", "admin")
 
 # method, path, payload (body for POST/PATCH, query for GET/DELETE), permission
@@ -72,7 +74,13 @@ ROUTES = [
     ("post", "/v1/admin/lifecycle", {"bank_id": B}, "admin"),
     ("post", f"/v1/banks/{B}/sync/push", {"records": [{"id": "rec-00001", "text": "Alice pushed this."}]}, "write"),
     ("get", f"/v1/banks/{B}/changes", {"limit": 10}, "read"),
+    ("post", "/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}, "admin"),
+    ("get", "/v1/admin/tenants/acme/storage", {}, "admin"),
 ]
+
+
+def bank_of(path: str, payload: dict) -> str:
+    return T if "/acme/" in path or payload.get("tenant_id") == "acme" else B
 
 
 @pytest.fixture
@@ -87,6 +95,8 @@ def world(bank: Bank, settings, tmp_path) -> dict[str, str]:
     dead.state = "failed"
     dead.save(update_fields=["state"])
     memory_retain(bank=bank, text="Alice Smith likes jazz.", actor="test")
+    memory_retain(bank=bank_create(bank_id=T, actor="test"), text="Alice asked for a refund.", actor="test",
+                  tags=["principal:user:alice"])
     mental_model_create(bank=bank, model_id="mm", title="Model", content="# A\n\ntext", actor="test")
     directive_create(bank=bank, rule_text="Be kind.", directive_id="dir", actor="test")
     obs = observation_create(bank=bank, text="Jazz fan.", actor="test")
@@ -117,12 +127,12 @@ class TestRouteMatrix:
 
     def test_missing_permission(self, world, make_token, method, path, payload, permission):
         others = [p for p in ALL if p != permission]
-        response = call(ApiClient(make_token({B: others})), method, path, payload, world)
+        response = call(ApiClient(make_token({bank_of(path, payload): others})), method, path, payload, world)
         assert response.status_code == 403, response.content
         assert f"'{permission}'" in response.json()["detail"]
 
     def test_allowed(self, world, make_token, method, path, payload, permission):
-        response = call(ApiClient(make_token({B: [permission]})), method, path, payload, world)
+        response = call(ApiClient(make_token({bank_of(path, payload): [permission]})), method, path, payload, world)
         assert response.status_code in (200, 202), response.content
 
 
@@ -147,11 +157,41 @@ def test_the_matrix_covers_every_route_with_a_bank():
     bankless = {"/v1/openapi.json", "/v1/docs", "/v1/banks", "/v1/admin/banks", "/v1/admin/banks/health",
                 "/v1/admin/sources"}
     names = {"mm": "{model_id}", "OBS": "{observation_id}", "dir": "{directive_id}", B: "{bank_id}",
-             "1": "{number}", "JOB": "{job_id}", "DEAD": "{job_id}", "h1": "{hold_id}"}
+             "1": "{number}", "JOB": "{job_id}", "DEAD": "{job_id}", "h1": "{hold_id}", "acme": "{tenant_id}"}
     normalised = {"/".join(names.get(segment, segment) for segment in p.split("/")) for p in covered}
     missing = {r for r in _v1_routes() - bankless if r not in normalised
                and not r.startswith(("/v1/agent", "/v1/ingest"))}
     assert not missing, f"routes without a permission test: {sorted(missing)}"
+
+
+# Routes that name no bank: they answer for the banks the token administers, and nothing else.
+BANKLESS_ADMIN = [("/v1/admin/banks", "banks"), ("/v1/admin/banks/health", "banks"), ("/v1/admin/sources", "sources")]
+
+
+@pytest.mark.parametrize(("path", "key"), BANKLESS_ADMIN, ids=[p for p, _ in BANKLESS_ADMIN])
+def test_bankless_admin_routes_answer_only_for_administered_banks(world, make_bank, make_token, path, key):
+    from banks.models import WebhookSource
+
+    WebhookSource.objects.create(source_id="alice-crm", bank=Bank.objects.get(bank_id=B), secret="s")
+    WebhookSource.objects.create(source_id="bob-crm", bank=make_bank("user-bob"), secret="s")
+    assert ApiClient().get(path).status_code == 401
+
+    def names(grants: dict[str, list[str]]) -> list[str]:
+        response = ApiClient(make_token(grants)).get(path)
+        assert response.status_code == 200, response.content
+        rows = response.json()[key]
+        return [r if isinstance(r, str) else r.get("bank_id", r.get("source_id")) for r in rows]
+
+    assert names({B: ["read", "write", "forget"]}) == []
+    admin = names({B: ["admin"]})
+    assert admin in ([B], ["alice-crm"]), admin
+    assert "user-bob" not in names({B: ALL}) and "bob-crm" not in names({B: ALL})
+
+
+@pytest.mark.parametrize("path", ["/live", "/health/live", "/health", "/health/ingest"])
+def test_probes_answer_without_a_token(db, path):
+    response = ApiClient().get(path)
+    assert response.status_code == 200, response.content
 
 
 def test_openapi_lists_every_route(client):

@@ -1,0 +1,72 @@
+"""Tenant routes: DSAR erase of a principal across a tenant's banks, and the tenant's storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from banks.models import AuditEvent, Memory
+from banks.services.holds import hold_set
+from banks.services.memories import memory_retain
+
+pytestmark = pytest.mark.django_db
+TAG = "principal:user:alice"
+
+
+@pytest.fixture
+def tenant(make_bank):
+    decisions, notes, other = make_bank("acme:decisions"), make_bank("acme:notes"), make_bank("acmeco:x")
+    for bank in (decisions, notes, other):
+        memory_retain(bank=bank, text=f"Alice's request in {bank.bank_id}.", actor="test", tags=[TAG])
+        memory_retain(bank=bank, text=f"Bob's note in {bank.bank_id}.", actor="test", tags=["principal:user:bob"])
+    hold_set(bank=notes, hold_id="lit", reason="litigation", set_by="test", actor="test")
+    return decisions, notes, other
+
+
+def test_dsar_erases_the_principals_memories_in_every_tenant_bank(api_for, tenant):
+    client = api_for({"acme:*": ["admin"]})
+    response = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"})
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "tenant_id": "acme", "principal": "user:alice", "tag_convention": TAG, "banks_processed": 2,
+        "memories_deleted": 2, "details": [{"bank_id": "acme:decisions", "deleted": 1},
+                                           {"bank_id": "acme:notes", "deleted": 1}]}
+    erased = Memory.objects.filter(tags__contains=[TAG], bank__bank_id__startswith="acme:")
+    assert all(m.text == "" and m.forgotten_at is not None for m in erased)
+    # Another tenant whose id merely starts the same, and other principals, are untouched.
+    assert Memory.objects.get(bank__bank_id="acmeco:x", tags__contains=[TAG]).forgotten_at is None
+    assert Memory.objects.filter(tags__contains=["principal:user:bob"], forgotten_at__isnull=True).count() == 3
+    # The hold on acme:notes was overridden, and that is on record.
+    assert AuditEvent.objects.filter(action="memory.erase", bank__bank_id="acme:notes").exists()
+
+
+def test_dsar_needs_admin_on_every_tenant_bank_before_touching_any(api_for, tenant):
+    client = api_for({"acme:decisions": ["admin"], "acme:notes": ["read", "write", "forget"]})
+    response = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"})
+    assert response.status_code == 403 and "'admin' on bank 'acme:notes'" in response.json()["detail"]
+    assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"tenant_id": "", "principal": "user:alice"}, "tenant_id"),
+    ({"tenant_id": "acme", "principal": ""}, "principal"),
+    ({"tenant_id": "acme:decisions", "principal": "user:alice"}, "tenant_id"),
+    ({"principal": "user:alice"}, "tenant_id"),
+])
+def test_dsar_bad_input_names_the_field(api_for, tenant, body, field):
+    response = api_for({"acme:*": ["admin"]}).post("/v1/dsar/forget_principal", body)
+    assert response.status_code == 400 and response.json()["detail"].startswith(f"{field}: ")
+
+
+def test_tenant_storage_measures_the_tenants_own_rows(api_for, tenant):
+    client = api_for({"acme:*": ["admin"]})
+    body = client.get("/v1/admin/tenants/acme/storage").json()
+    assert body["tenant_id"] == "acme" and body["banks"] == ["acme:decisions", "acme:notes"]
+    breakdown = body["breakdown"]
+    assert breakdown["memory_count"] == 4 and breakdown["heap_bytes"] > 0
+    assert body["bytes_used"] == breakdown["heap_bytes"] + breakdown["index_bytes"]
+    assert breakdown["last_write_at"] is not None and body["snapshot_age_seconds"] == 0
+    one_bank = api_for({"acmeco:*": ["admin"]}).get("/v1/admin/tenants/acmeco/storage").json()
+    assert one_bank["breakdown"]["memory_count"] == 2
+    assert 0 < one_bank["breakdown"]["heap_bytes"] < breakdown["heap_bytes"]
+    missing = client.get("/v1/admin/tenants/nobody/storage")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "tenant_not_found"
