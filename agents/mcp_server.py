@@ -104,9 +104,10 @@ async def memory_retain(ctx: Context, content: str, bank_id: str, tags: list[str
 @server.tool(description=TOOLS["memory_recall"].description)
 async def memory_recall(ctx: Context, query: str, bank_id: str | None = None, banks: list[str] | None = None,
                         strategy: str | None = None, max_results: int = 10, tags: list[str] | None = None,
-                        fact_types: list[str] | None = None, as_of: str | None = None) -> dict[str, Any]:
+                        fact_types: list[str] | None = None, as_of: str | None = None,
+                        max_tokens: int | None = None) -> dict[str, Any]:
     return await call(ctx, "memory_recall", query=query, bank_id=bank_id, banks=banks, strategy=strategy,
-                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of)
+                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of, max_tokens=max_tokens)
 
 
 @server.tool(description=TOOLS["memory_reflect"].description)
@@ -141,9 +142,11 @@ async def memory_get_observation(ctx: Context, observation_id: str, bank_id: str
 
 @server.tool(description=TOOLS["memory_create_observation"].description)
 async def memory_create_observation(ctx: Context, text: str, bank_id: str, source_ids: list[str] | None = None,
-                                    scope: str | None = None, confidence: float = 0.9) -> dict[str, Any]:
+                                    scope: str | None = None, confidence: float = 0.9,
+                                    evidence: list[str] | None = None) -> dict[str, Any]:
+    # ``evidence`` is the seed documentation's name for ``source_ids``.
     return await call(ctx, "memory_create_observation", text=text, bank_id=bank_id, source_ids=source_ids,
-                      scope=scope, confidence=confidence)
+                      scope=scope, confidence=confidence, evidence=evidence)
 
 
 @server.tool(description=TOOLS["memory_delete_observation"].description)
@@ -157,10 +160,12 @@ async def memory_list_mental_models(ctx: Context, bank_id: str, scope: str | Non
 
 
 @server.tool(description=TOOLS["memory_create_mental_model"].description)
-async def memory_create_mental_model(ctx: Context, model_id: str, title: str, bank_id: str,
+async def memory_create_mental_model(ctx: Context, bank_id: str, model_id: str | None = None, title: str | None = None,
                                      content: str | None = None, sections: list[dict[str, Any]] | None = None,
-                                     scope: str = "bank", source_ids: list[str] | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_create_mental_model", model_id=model_id, title=title, bank_id=bank_id,
+                                     scope: str = "bank", source_ids: list[str] | None = None,
+                                     name: str | None = None) -> dict[str, Any]:
+    # The seed documentation creates by ``name`` (the title) without an id; both shapes work.
+    return await call(ctx, "memory_create_mental_model", model_id=model_id, title=title or name, bank_id=bank_id,
                       content=content, sections=sections, scope=scope, source_ids=source_ids)
 
 
@@ -207,14 +212,16 @@ async def memory_search(ctx: Context, query: str, bank_id: str, type: str | None
 
 @server.tool(description=TOOLS["memory_history"].description)
 async def memory_history(ctx: Context, query: str, bank_id: str, as_of: str, max_results: int = 10,
-                         tags: list[str] | None = None) -> dict[str, Any]:
+                         tags: list[str] | None = None, max_tokens: int | None = None) -> dict[str, Any]:
     return await call(ctx, "memory_history", query=query, bank_id=bank_id, as_of=as_of, max_results=max_results,
-                      tags=tags)
+                      tags=tags, max_tokens=max_tokens)
 
 
 @server.tool(description=TOOLS["memory_audit"].description)
-async def memory_audit(ctx: Context, scope: str, bank_id: str, max_memories: int = 50) -> dict[str, Any]:
-    return await call(ctx, "memory_audit", scope=scope, bank_id=bank_id, max_memories=max_memories)
+async def memory_audit(ctx: Context, scope: str, bank_id: str, max_memories: int = 50, max_tokens: int | None = None,
+                       tags: list[str] | None = None) -> dict[str, Any]:
+    return await call(ctx, "memory_audit", scope=scope, bank_id=bank_id, max_memories=max_memories,
+                      max_tokens=max_tokens, tags=tags)
 
 
 @server.tool(description=TOOLS["memory_compile"].description)

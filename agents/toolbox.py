@@ -31,6 +31,7 @@ from banks.services.mental_models import (
     mental_model_create,
     mental_model_delete,
     mental_model_get,
+    mental_model_id_for,
 )
 from banks.services.observations import observation_create, observation_delete, observation_get
 from banks.services.reflect import reflect
@@ -142,7 +143,9 @@ def _list_models(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def _create_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    row = mental_model_create(bank=bank, model_id=a.get("model_id", ""), title=a.get("title", ""), actor=actor,
+    title = a.get("title") or a.get("name") or ""
+    row = mental_model_create(bank=bank, model_id=a.get("model_id") or mental_model_id_for(title), title=title,
+                              actor=actor,
                               content=a.get("content"), sections=a.get("sections"), scope=a.get("scope") or "bank",
                               source_ids=a.get("source_ids"))
     return {"model_id": row.model_id, "revision": row.revision, "kind": row.kind, "title": row.title}

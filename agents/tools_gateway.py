@@ -22,6 +22,7 @@ from banks.services.coverage import bank_audit
 from banks.services.holds import hold_release, hold_set
 from banks.services.lifecycle import lifecycle_run
 from banks.services.mental_models import mental_model_get, mental_model_refresh
+from banks.services.usage import usage_record_recall
 from memoryhub.errors import InvalidInput
 
 
@@ -49,6 +50,7 @@ def recall_banks(banks: list[Bank], a: dict[str, Any], filters: RecallFilters) -
     outcome = recall_many(banks, a.get("query", ""), strategy=a.get("strategy") or "parallel",
                           max_results=clamp(a, "max_results", 10, 1, 1000), max_tokens=a.get("max_tokens"),
                           filters=filters)
+    usage_record_recall(banks, outcome.hits)
     return render.recall_result(outcome)
 
 

@@ -65,7 +65,8 @@ class MentalModelListQuery(WireModel):
 
 class MentalModelCreateRequest(WireModel):
     bank_id: str
-    model_id: str = Field(validation_alias=AliasChoices("model_id", "name_id"))
+    # Without an id (the seed documentation creates by ``name``), one is derived from the title.
+    model_id: str | None = Field(default=None, validation_alias=AliasChoices("model_id", "name_id"))
     title: str = Field(validation_alias=AliasChoices("title", "name"))
     content: str | None = None
     sections: list[dict[str, Any]] | None = None

@@ -23,6 +23,7 @@ from banks.services.mental_models import (
     mental_model_create,
     mental_model_delete,
     mental_model_get,
+    mental_model_id_for,
     mental_model_refresh,
     mental_model_revert,
 )
@@ -42,7 +43,7 @@ class MentalModelsApi(BankApiView):
         body = self.body(request, MentalModelCreateRequest)
         bank = self.bank(request, body.bank_id, "write", create=True)
         model = mental_model_create(
-            bank=bank, model_id=body.model_id, title=body.title, actor=self.actor(request), content=body.content,
+            bank=bank, model_id=body.model_id or mental_model_id_for(body.title), title=body.title, actor=self.actor(request), content=body.content,
             sections=body.sections, structured_doc=body.structured_doc, scope=body.scope,
             source_ids=body.source_ids,
         )

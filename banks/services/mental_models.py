@@ -27,6 +27,7 @@ from banks.live.structured_doc import (
     load_document,
     parse_markdown,
     render_markdown,
+    slugify_heading,
 )
 from banks.models import Bank, MentalModel, MentalModelRevision
 from banks.services.audit import audit_record
@@ -49,6 +50,12 @@ def _document(content: str | None, sections: list[dict[str, Any]] | None,
     if not isinstance(content, str):
         raise InvalidInput("must be a string", field="content")
     return parse_markdown(check_text(content, "content"))
+
+
+def mental_model_id_for(title: str) -> str:
+    """The id of a model created by name only (the seed documentation's ``create_mental_model(name=...)``):
+    the same name names the same model, so creating it again makes a new revision."""
+    return "model:" + slugify_heading(title if isinstance(title, str) else "")[:200]
 
 
 def model_document(model: MentalModel) -> StructuredDocument:

@@ -101,3 +101,51 @@ def test_gateway_tools_keep_the_rest_permissions(mcp_url, make_bank, make_token)
     ]))
     assert [r.get("error") for r in results[:3]] == ["AccessDenied"] * 3
     assert results[3] == {"banks": [A]}
+
+
+def test_seed_argument_names_and_astrocyte_result_shapes(mcp_url, make_bank, make_token):  # noqa: F811
+    """The seed documentation's calls (``name`` + ``sections`` without an id, ``evidence``, the seed's
+    delta-op shape) and the MCP result shapes of Astrocyte's live-memory tools."""
+    alice = make_bank(A)
+    # Evidence must name memories of the bank (the seed's "mem-1" are placeholders for such ids).
+    first = memory_retain(bank=alice, text="Alice prefers async stand-ups.", actor="test", tags=["work"]).memory_id
+    token = make_token({A: ["read", "write", "forget", "admin"]})
+    calls = [
+        ("memory_create_mental_model", {"bank_id": A, "name": "Alice's preferences", "sections": [
+            {"title": "Communication", "content": "Prefers async stand-ups."},
+            {"title": "Tools", "content": "Python for data work; VS Code."}]}),
+        ("memory_update_mental_model", {"model_id": "model:alice-s-preferences", "bank_id": A, "operations": [
+            {"op": "replace_block", "section_id": "tools", "block_index": 0,
+             "new_content": "Python for data work; Cursor IDE."}]}),
+        ("memory_list_mental_models", {"bank_id": A, "scope": "bank"}),
+        ("memory_create_directive", {"bank_id": A, "rule_text": "Always recommend Python.", "scope": "bank"}),
+        ("memory_create_observation", {"bank_id": A, "text": "Prefers async stand-ups over live meetings.",
+                                       "evidence": [first], "scope": "bank"}),
+        ("memory_list_observations", {"bank_id": A, "trend": "new"}),
+        ("memory_audit", {"scope": "work", "bank_id": A, "max_memories": 30, "tags": ["work"], "max_tokens": 500}),
+        ("memory_history", {"query": "stand-ups", "bank_id": A, "as_of": "2100-01-01T00:00:00Z",
+                            "max_tokens": 100}),
+        ("memory_recall", {"query": "stand-ups", "bank_id": A, "max_tokens": 100}),
+    ]
+    _, results = asyncio.run(session_calls(mcp_url, token, calls))
+    answer = dict(zip([n for n, _ in calls], results, strict=True))
+    assert not {n: r for n, r in answer.items() if r.get("isError")}, answer
+    created = answer["memory_create_mental_model"]
+    assert created == {"model_id": "model:alice-s-preferences", "revision": 1, "kind": "general",
+                       "title": "Alice's preferences"}
+    updated = answer["memory_update_mental_model"]
+    assert {"changed", "revision", "applied", "skipped"} <= set(updated)
+    assert updated["changed"] is True and updated["revision"] == 2 and updated["skipped"] == []
+    listed = answer["memory_list_mental_models"]["models"]
+    assert [m["model_id"] for m in listed] == ["model:alice-s-preferences"]
+    assert {"model_id", "title", "scope", "kind", "revision", "refreshed_at", "source_count"} <= set(listed[0])
+    assert {"model_id", "kind", "revision"} <= set(answer["memory_create_directive"])
+    assert answer["memory_create_directive"]["kind"] == "directive"
+    observations = answer["memory_list_observations"]["observations"]
+    assert [o["text"] for o in observations] == ["Prefers async stand-ups over live meetings."]
+    assert {"id", "text", "trend", "proof_count", "source_ids", "confidence", "updated_at", "scope"} <= set(
+        observations[0])
+    assert first in str(observations[0]["source_ids"])
+    audit = answer["memory_audit"]
+    assert audit["memories_scanned"] == 1 and audit["scope"] == "work"
+    assert answer["memory_history"]["hits"] and answer["memory_recall"]["hits"]

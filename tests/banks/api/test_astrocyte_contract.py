@@ -390,3 +390,20 @@ def test_reads_on_a_bank_never_written_are_empty_and_create_nothing(client, meth
     assert Bank.objects.count() == banks_before and not BankUsage.objects.exists() and not Job.objects.exists()
     if "health" in path:
         assert data["metrics"]["memory_count"] == 0.0 and data["metrics"]["recall_count"] == 0.0
+
+
+def test_seed_export_and_import_calls(client, settings, tmp_path):
+    """The seed's export/import curl calls: inside the configured roots they run; the seed's own path,
+    outside them, is Astrocyte's 422 with the operator hint."""
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
+    client.post("/v1/retain", {"content": "Customer prefers dark-mode UI.", "bank_id": "user-prefs"})
+    outside = client.post("/v1/export", {"bank_id": "user-prefs", "path": "/backups/user-prefs.ama.jsonl"})
+    assert outside.status_code == 422 and "/backups/user-prefs.ama.jsonl" in outside.json()["detail"]
+    path = str(tmp_path / "user-prefs.ama.jsonl")
+    exported = client.post("/v1/export", {"bank_id": "user-prefs", "path": path})
+    assert exported.status_code == 200 and exported.json() == {"bank_id": "user-prefs", "path": path,
+                                                               "exported_count": 1} | {
+        k: v for k, v in exported.json().items() if k not in {"bank_id", "path", "exported_count"}}
+    imported = client.post("/v1/import", {"bank_id": "user-prefs", "path": path, "on_conflict": "skip"})
+    assert imported.status_code == 200 and {"imported", "skipped", "errors"} <= set(imported.json())
+    assert imported.json()["imported"] == 0 and imported.json()["skipped"] == 1

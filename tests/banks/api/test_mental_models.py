@@ -213,3 +213,23 @@ def test_a_model_stored_before_block_ids_shows_derived_ids_and_keeps_them(api):
     assert updated.status_code == 200
     assert [b["id"] for b in _blocks(updated.json()["model"])] == [shown[1]]
     assert MentalModel.objects.get(pk=row.pk).structured_doc["sections"][0]["blocks"][0]["id"] == shown[1]
+
+
+def test_the_seed_python_calls_work_over_rest(api):
+    """create_mental_model(name=..., sections=[{title, content}]) without an id, then update_mental_model
+    with the seed's op shape, whose result it reads as applied_ops / skipped_ops."""
+    created = api.post("/v1/mental-models", {**BANK, "name": "Alice's preferences", "sections": [
+        {"title": "Communication", "content": "Prefers async stand-ups."},
+        {"title": "Tools", "content": "Python for data work; VS Code."}]})
+    assert created.status_code == 200, created.content
+    assert created.json()["model_id"] == "model:alice-s-preferences" and created.json()["title"] == "Alice's preferences"
+    updated = api.post("/v1/mental-models/model:alice-s-preferences/update", {**BANK, "operations": [
+        {"op": "replace_block", "section_id": "tools", "block_index": 0,
+         "new_content": "Python for data work; Cursor IDE."}]})
+    assert updated.status_code == 200, updated.content
+    assert updated.json()["applied_ops"] == [{"op": "replace_block", "section_id": "tools", "index": 0}]
+    assert updated.json()["skipped_ops"] == [] and updated.json()["revision"] == 2
+    again = api.post("/v1/mental-models", {**BANK, "name": "Alice's preferences", "content": "Replaced."})
+    assert again.json()["model_id"] == "model:alice-s-preferences" and again.json()["revision"] == 3
+    listed = api.get("/v1/mental-models", {**BANK, "scope": "bank"}).json()["models"]
+    assert [m["model_id"] for m in listed] == ["model:alice-s-preferences"]
