@@ -199,8 +199,10 @@ class JobAdmin(ReadOnlyAdmin):
 class WebhookSourceAdmin(ScaledAdmin):
     """Sources that may push to /v1/ingest/webhook/<source_id>, each signing with its own secret."""
 
-    list_display = ("source_id", "bank", "enabled", "created_at")
+    list_display = ("source_id", "bank", "enabled", "last_delivery_at", "last_error_at", "last_error", "created_at")
     list_filter = ("enabled",)
+    # The delivery state is written by the ingest route, never by hand.
+    readonly_fields = ("last_delivery_at", "last_error_at", "last_error", "delivery_count", "error_count")
     search_fields = ("source_id", "bank__bank_id")
     autocomplete_fields = ("bank",)
     list_select_related = ("bank",)
