@@ -35,7 +35,7 @@ from banks.services.mental_models import (
 )
 from banks.services.observations import observation_create, observation_delete, observation_get
 from banks.services.reflect import reflect
-from banks.services.usage import usage_record_recall
+from banks.services.usage import usage_record_recall, usage_record_retain
 from memoryhub.errors import InvalidInput, NotFound
 from memoryhub.input_rules import check_storable, utc_datetime
 from portability.formats.common import parse_time
@@ -64,6 +64,7 @@ def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, tags=a.get("tags"),
                             metadata=a.get("metadata"), occurred_at=_time(a, "occurred_at"),
                             source=a.get("source"))
+    usage_record_retain(bank, deduplicated=outcome.deduplicated)
     return render.retain_result(outcome)
 
 

@@ -17,7 +17,7 @@ from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
-from banks.services.usage import usage_record_error, usage_record_recall
+from banks.services.usage import usage_record_error, usage_record_recall, usage_record_retain
 from memoryhub.errors import DATABASE_RETRY_AFTER, MemoryHubError
 
 
@@ -31,6 +31,7 @@ class RetainApi(BankApiView):
             memory_layer=body.memory_layer, memory_id=body.memory_id, entities=body.entities,
             pii=body.pii_detected,
         )
+        usage_record_retain(bank, deduplicated=outcome.deduplicated)
         return ok(render.retain_result(outcome))
 
 

@@ -21,6 +21,8 @@ class Migration(migrations.Migration):
                 ('reflect_count', models.BigIntegerField(default=0)),
                 ('reflect_success_count', models.BigIntegerField(default=0)),
                 ('error_count', models.BigIntegerField(default=0)),
+                ('retain_call_count', models.BigIntegerField(default=0)),
+                ('retain_dedup_count', models.BigIntegerField(default=0)),
                 ('last_recalled_at', models.DateTimeField(blank=True, null=True)),
                 ('last_error_at', models.DateTimeField(blank=True, null=True)),
             ],

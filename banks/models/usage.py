@@ -21,6 +21,9 @@ class BankUsage(models.Model):
     # Reflects whose answer cited at least one memory.
     reflect_success_count = models.BigIntegerField(default=0)
     error_count = models.BigIntegerField(default=0)
+    # Retains received over the API and MCP (not imports or sync pushes), and how many were duplicates.
+    retain_call_count = models.BigIntegerField(default=0)
+    retain_dedup_count = models.BigIntegerField(default=0)
     last_recalled_at = models.DateTimeField(null=True, blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
 

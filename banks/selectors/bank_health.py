@@ -1,8 +1,8 @@
 """Bank health in Astrocyte's ``BankHealth`` shape, from what the database really holds.
 
 Recall and reflect counts come from the bank's usage counters (banks.services.usage), kept since
-this version; a rate whose denominator is zero is null, not a made-up 0 or 1. Retain-time
-deduplication is not counted, so ``dedup_rate`` stays null.
+this version; a rate whose denominator is zero is null, not a made-up 0 or 1. ``dedup_rate`` is
+over the retains received through the API and MCP (imports and sync pushes have their own reports).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
     metrics: dict[str, float | None] = {
         "recall_hit_rate": hit_rate,
         "avg_recall_score": _rate(usage.recall_score_sum, usage.recall_hit_count),
-        "dedup_rate": None,
+        "dedup_rate": _rate(usage.retain_dedup_count, usage.retain_call_count),
         "reflect_success_rate": _rate(usage.reflect_success_count, usage.reflect_count),
         "avg_content_length": round(float(avg_length), 2) if avg_length is not None else 0.0,
         "recall_to_retain_ratio": _rate(usage.recall_count, retain_count),

@@ -1,4 +1,4 @@
-"""Recall and reflect usage: per-bank counters and each memory's last recall, recorded after the answer.
+"""Recall, reflect and retain usage: per-bank counters and each memory's last recall, recorded after the answer.
 
 Called once the answer is built, never before: a failure to record is logged and swallowed (inside
 a savepoint, so the caller's transaction stays usable), and the answer goes out regardless.
@@ -26,8 +26,9 @@ RECALL_MARK_INTERVAL = "1 hour"
 
 _UPSERT = """
     INSERT INTO banks_bankusage (bank_id, recall_count, recall_hit_count, recall_score_sum, reflect_count,
-                                 reflect_success_count, error_count, last_recalled_at, last_error_at)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                 reflect_success_count, error_count, retain_call_count, retain_dedup_count,
+                                 last_recalled_at, last_error_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (bank_id) DO UPDATE SET
         recall_count = banks_bankusage.recall_count + EXCLUDED.recall_count,
         recall_hit_count = banks_bankusage.recall_hit_count + EXCLUDED.recall_hit_count,
@@ -35,6 +36,8 @@ _UPSERT = """
         reflect_count = banks_bankusage.reflect_count + EXCLUDED.reflect_count,
         reflect_success_count = banks_bankusage.reflect_success_count + EXCLUDED.reflect_success_count,
         error_count = banks_bankusage.error_count + EXCLUDED.error_count,
+        retain_call_count = banks_bankusage.retain_call_count + EXCLUDED.retain_call_count,
+        retain_dedup_count = banks_bankusage.retain_dedup_count + EXCLUDED.retain_dedup_count,
         last_recalled_at = GREATEST(banks_bankusage.last_recalled_at, EXCLUDED.last_recalled_at),
         last_error_at = GREATEST(banks_bankusage.last_error_at, EXCLUDED.last_error_at)
 """
@@ -51,8 +54,8 @@ _MARK = f"""
 
 
 def _bump(cursor, bank_pk: int, *, now: datetime, recalls: int = 0, hits: int = 0, score: float = 0.0,  # noqa: ANN001
-          reflects: int = 0, successes: int = 0, errors: int = 0) -> None:
-    cursor.execute(_UPSERT, [bank_pk, recalls, hits, score, reflects, successes, errors,
+          reflects: int = 0, successes: int = 0, errors: int = 0, retains: int = 0, dedups: int = 0) -> None:
+    cursor.execute(_UPSERT, [bank_pk, recalls, hits, score, reflects, successes, errors, retains, dedups,
                              now if recalls or reflects else None, now if errors else None])
 
 
@@ -113,6 +116,17 @@ def usage_record_reflect(banks: Sequence[Bank], sources: Sequence[object]) -> No
     _safely("reflect", write)
 
 
+def usage_record_retain(bank: Bank, *, deduplicated: bool) -> None:
+    """One retain received over the API or MCP; whether it was a duplicate (for bank health's dedup rate)."""
+    now = timezone.now()
+
+    def write(cursor) -> None:  # noqa: ANN001
+        for counted in _counted([bank]):
+            _bump(cursor, counted.pk, now=now, retains=1, dedups=1 if deduplicated else 0)
+
+    _safely("retain", write)
+
+
 def usage_record_error(banks: Sequence[Bank]) -> None:
     """A recall or reflect over ``banks`` failed on our side (not a refused request)."""
     now = timezone.now()
@@ -124,4 +138,5 @@ def usage_record_error(banks: Sequence[Bank]) -> None:
     _safely("error", write)
 
 
-__all__ = ["RECALL_MARK_INTERVAL", "usage_record_error", "usage_record_recall", "usage_record_reflect"]
+__all__ = ["RECALL_MARK_INTERVAL", "usage_record_error", "usage_record_recall", "usage_record_reflect",
+           "usage_record_retain"]

@@ -99,6 +99,11 @@ def test_health_reports_real_recall_and_reflect_numbers(api, bank):
     assert metrics["recall_to_retain_ratio"] == pytest.approx(1.0)
     assert body["last_recalled_at"] is not None and body["error_count"] == 0
     assert all(value is not None for key, value in metrics.items() if key != "dedup_rate")
+    assert metrics["dedup_rate"] is None  # no retain came through the API yet
+
+    for text in ("Alice sings in a choir.", "Alice sings in a choir.", "Alice reads novels."):
+        assert api.post("/v1/retain", {"content": text, "bank_id": B}).status_code == 200
+    assert api.get(HEALTH).json()["metrics"]["dedup_rate"] == pytest.approx(1 / 3, abs=1e-4)
 
     usage_record_error([bank])
     failing = api.get(HEALTH).json()
