@@ -154,3 +154,24 @@ def test_an_edit_that_loses_to_a_concurrent_import_is_a_409(surface: str, slow_e
     editing.join(timeout=30)
     assert answers == [409]
     assert Memory.objects.get(pk=memory.pk).text == "Backups run nightly."
+
+
+def test_concurrent_recalls_are_all_counted(make_token):
+    from banks.models import BankUsage
+
+    bank = _bank("race-usage")
+    jazz = memory_retain(bank=bank, text="Alice likes jazz records from 1959.", actor="test").memory
+    token = make_token({"race-usage": ["read"]})
+
+    def recall(i: int) -> int:
+        client = ApiClient(token)
+        for _ in range(3):
+            assert client.post("/v1/recall", {"query": "jazz records", "bank_id": "race-usage"}).status_code == 200
+        return 3
+
+    results, errors = run_in_threads(THREADS, recall)
+    assert errors == [None] * THREADS
+    usage = BankUsage.objects.get(bank=bank)
+    # The upsert adds up under concurrency: no recall is lost, however they interleave.
+    assert usage.recall_count == sum(results) == 3 * THREADS and usage.recall_hit_count == 3 * THREADS
+    assert Memory.objects.get(pk=jazz.pk).last_recalled_at is not None
