@@ -41,6 +41,29 @@ def consolidate_observations(job_id: int) -> None:
     job_finish(job=job, counts=counts, result={**counts, "observation_ids": outcome.observation_ids})
 
 
+@shared_task(name="banks.reindex_search_language")
+def reindex_search_language(job_id: int) -> None:
+    """Re-compute a bank's full-text vectors in its (new) language, in batches."""
+    from banks.models import Job
+    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_start
+    from banks.services.text_search import reindex_bank
+
+    job = Job.objects.select_related("bank").filter(pk=job_id).first()
+    if job is None or job.bank is None or job.is_finished:
+        return
+    bank = job.bank
+    try:
+        job = job_start(job=job)
+        changed = reindex_bank(bank=bank, job=job)
+    except JobCancelled:
+        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+        return
+    except Exception as exc:
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
+        raise
+    job_finish(job=job, counts={"reindexed": changed}, result={"reindexed": changed})
+
+
 @shared_task(name="banks.lifecycle_sweep")
 def lifecycle_sweep() -> list[int]:
     """Run every bank's lifecycle policy (scheduled by Celery beat); each run is its own job."""

@@ -9,6 +9,7 @@ from banks.live.structured_doc import load_document
 from banks.models import Bank, Entity, MentalModel, MentalModelRevision
 from banks.selectors.graph import GraphHit
 from banks.selectors.observations import ObservationView
+from banks.text_search import bank_language
 
 
 def _with_block_ids(structured_doc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -85,7 +86,7 @@ def graph_hit(hit: GraphHit) -> dict[str, Any]:
 def bank(row: Bank, counts: dict[str, int] | None = None) -> dict[str, Any]:
     return {"bank_id": row.bank_id, "name": row.name, "description": row.description,
             "embedding_provider": row.embedding_provider or None, "dedup_threshold": row.dedup_threshold,
-            "config": row.config, "created_at": iso(row.created_at), "updated_at": iso(row.updated_at),
+            "config": row.config, "search_language": bank_language(row.config), "created_at": iso(row.created_at), "updated_at": iso(row.updated_at),
             "last_activity_at": iso(row.last_activity_at), **({"counts": counts} if counts is not None else {})}
 
 

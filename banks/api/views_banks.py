@@ -9,6 +9,7 @@ from banks.api import render_live as render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas_live import BankCreateRequest, BankDeleteQuery, BankUpdateRequest
 from banks.models import Memory
+from banks.selectors.search_language import search_reindex_job
 from banks.services.banks import bank_create, bank_delete, bank_update
 from memoryhub.errors import AccessDenied
 
@@ -43,7 +44,10 @@ class BankApi(BankApiView):
         body = self.body(request, BankUpdateRequest)
         bank = self.bank(request, bank_id, "admin", must_exist=True)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
-        return ok(render.bank(bank_update(bank=bank, actor=self.actor(request), **changes)))
+        bank = bank_update(bank=bank, actor=self.actor(request), **changes)
+        job = search_reindex_job(bank)
+        # A language change on a large bank re-indexes it in a job the client can follow.
+        return ok({**render.bank(bank), "search_reindex_job_id": job.pk if job is not None else None})
 
     def delete(self, request: Request, bank_id: str) -> Response:
         query = self.query(request, BankDeleteQuery)

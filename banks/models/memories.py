@@ -4,7 +4,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from pgvector.django import VectorField
 
 from banks.models.banks import Bank
@@ -27,6 +27,13 @@ class EmbeddedText(models.Model):
 
     class Meta:
         abstract = True
+
+
+class RegConfigField(models.TextField):
+    """A PostgreSQL ``regconfig``: the name of a text search configuration, checked by the database."""
+
+    def db_type(self, connection: object) -> str:
+        return "regconfig"
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -59,6 +66,15 @@ class Memory(EmbeddedText):
     # When a recall last returned it, to the hour (banks.services.usage); lifecycle archives from here.
     last_recalled_at = models.DateTimeField(null=True, blank=True)
     merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The bank's text search configuration when the row was indexed (banks.text_search). A trigger
+    # sets it from the bank on insert whatever the writer sends; changing the bank's language
+    # re-computes it (banks.services.text_search), and with it the generated search_vector.
+    search_config = RegConfigField(db_default=models.Value("memoryhub_english"), editable=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=F("search_config")),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     objects = MemoryQuerySet.as_manager()
 

@@ -24,6 +24,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from banks.models import Bank
+from banks.text_search import bank_language, config_name
 
 K1 = 1.2
 B = 0.75
@@ -39,11 +40,13 @@ def keyword_query_text(query: str) -> str:
     return " or ".join(w for w in _WORD.findall(query) if w.lower() != "or")
 
 
-def query_lexemes(cursor: Any, query: str) -> list[str]:
+def query_lexemes(cursor: Any, query: str, search_config: str = config_name(None)) -> list[str]:
+    """The question's lexemes through the same configuration as the bank's rows (stemmed, unaccented)."""
     words = " ".join(_WORD.findall(query))
     if not words:
         return []
-    cursor.execute("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector('english', %s))))", [words])
+    cursor.execute("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s))))",
+                   [search_config, words])
     return list(cursor.fetchone()[0] or [])
 
 
@@ -111,7 +114,7 @@ def _or_query(lexemes: list[str]) -> str:
 def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: int) -> list[tuple[int, float]]:
     """(memory pk, BM25 score) best first; ``where``/``params`` are the recall filters on alias ``m``."""
     with connection.cursor() as cursor:
-        lexemes = query_lexemes(cursor, query)
+        lexemes = query_lexemes(cursor, query, config_name(bank_language(bank.config)))
         if not lexemes:
             return []
         total, avg_len = bank_text_stats(cursor, bank)

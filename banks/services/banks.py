@@ -10,6 +10,8 @@ from django.utils import timezone
 from banks.models import Bank, BankMembership, Memory
 from banks.services.audit import audit_record
 from banks.services.holds import ensure_not_held
+from banks.services.text_search import search_language_apply
+from banks.text_search import bank_language, check_language
 from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_bank_id, check_storable
 
@@ -35,6 +37,7 @@ def bank_create(
 ) -> Bank:
     _validate_bank_id(bank_id)
     check_storable({"name": name, "description": description, "config": config or {}})
+    check_language(config or {})
     existing = Bank.objects.filter(bank_id=bank_id).first()
     if existing is not None:
         if existing.deleted_at is None and get_existing:
@@ -64,15 +67,24 @@ def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
     threshold = changes.get("dedup_threshold")
     if threshold is not None and not 0.0 < float(threshold) <= 1.0:
         raise InvalidInput("must be in (0, 1]", field="dedup_threshold")
-    if "config" in changes and not isinstance(changes["config"], dict):
-        raise InvalidInput("must be an object", field="config")
+    if "config" in changes and changes["config"] is not None:
+        if not isinstance(changes["config"], dict):
+            raise InvalidInput("must be an object", field="config")
+        check_language(changes["config"])
+    language_before = bank_language(bank.config)
     updated = [k for k, v in changes.items() if v is not None and getattr(bank, k) != v]
     for key in updated:
         setattr(bank, key, changes[key])
     if updated:
-        bank.save(update_fields=[*updated, "updated_at"])
-        audit_record(actor=actor, action="bank.update", bank=bank, target_ids=[bank.bank_id],
-                     details={"fields": updated})
+        with transaction.atomic():
+            bank.save(update_fields=[*updated, "updated_at"])
+            details: dict[str, Any] = {"fields": updated}
+            if bank_language(bank.config) != language_before:
+                details["language"] = {"from": language_before, "to": bank_language(bank.config)}
+            audit_record(actor=actor, action="bank.update", bank=bank, target_ids=[bank.bank_id], details=details)
+            if "language" in details:
+                # Rows indexed in the old language are re-computed (a job for a large bank).
+                search_language_apply(bank=bank, actor=actor)
     return bank
 
 

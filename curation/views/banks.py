@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,9 +13,12 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from banks.models import Bank
+from banks.selectors.search_language import search_reindex_job
 from banks.selectors.stats import bank_cards, bank_overview
 from banks.services.banks import bank_create, bank_delete, bank_update
 from banks.services.reflect import reflect
+from banks.text_search import LANGUAGES, bank_language, with_language
 from curation.access import actor, operator, operator_bank
 from curation.charts import day_chart, sparkline
 from curation.forms import BankDeleteForm, ReflectForm
@@ -77,8 +81,13 @@ def bank_detail(request: HttpRequest, bank_id: str) -> HttpResponse:
                                           unit="retained"),
                "occurred_chart": day_chart(stats.get("occurred_days", []), stats.get("occurred_per_day", []),
                                            title="Memories by the day they happened", unit="occurred", css="bar-2"),
-               "can_admin": operator(request).can(bank_id, "admin")}
+               "can_admin": operator(request).can(bank_id, "admin"), **_language_context(bank)}
     return render(request, "curation/bank_detail.html", context)
+
+
+def _language_context(bank: Bank) -> dict[str, Any]:
+    return {"search_languages": LANGUAGES, "search_language": bank_language(bank.config),
+            "search_reindex_job": search_reindex_job(bank)}
 
 
 @login_required
@@ -87,10 +96,16 @@ def bank_settings(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     try:
         threshold = request.POST.get("dedup_threshold", "").strip()
+        config = None
+        language = request.POST.get("language", "").strip()
+        if language and language != bank_language(bank.config):
+            config = with_language(bank.config, language)
         bank_update(bank=bank, actor=actor(request), name=request.POST.get("name", bank.name).strip(),
                     description=request.POST.get("description", bank.description).strip(),
-                    dedup_threshold=float(threshold) if threshold else None)
-        messages.success(request, "Settings saved.")
+                    dedup_threshold=float(threshold) if threshold else None, config=config)
+        job = search_reindex_job(bank)
+        messages.success(request, "Settings saved." + (f" Re-indexing the bank's memories in {language} (job "
+                                                        f"{job.pk})." if job is not None and config else ""))
     except (MemoryHubError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", None) or "The dedup threshold must be a number.")
     return redirect("curation:bank", bank_id=bank.bank_id)
@@ -114,7 +129,7 @@ def bank_delete_view(request: HttpRequest, bank_id: str) -> HttpResponse:
     stats = bank_overview(bank)
     return render(request, "curation/bank_detail.html", {
         "bank": bank, "stats": stats, "tab": "overview", "delete_form": form, "delete_open": True,
-        "can_admin": True}, status=422)
+        "can_admin": True, **_language_context(bank)}, status=422)
 
 
 @login_required
