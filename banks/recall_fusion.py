@@ -20,6 +20,8 @@ DEFAULT_RRF_K = 20
 # Candidates each arm brings: enough that a memory ranked mid-list by both arms can win.
 DEFAULT_DEPTH = 50
 OVERFETCH = 5
+# Fused candidates the optional rerank stage re-scores (at least max_results).
+DEFAULT_RERANK_DEPTH = 20
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class RecallConfig:
     rrf_k: int = DEFAULT_RRF_K
     depth: int = DEFAULT_DEPTH
     time_aware: bool = True
+    # Optional stages, off unless the bank turns them on (a reranker / a language model must be configured).
+    rerank: bool = False
+    rerank_depth: int = DEFAULT_RERANK_DEPTH
+    expand: bool = False
 
     def candidates(self, max_results: int) -> int:
         return max(self.depth, max(1, max_results) * OVERFETCH)
@@ -47,16 +53,25 @@ class RecallConfig:
                 weights[name] = float(value)
         rrf_k = raw.get("rrf_k", DEFAULT_RRF_K)
         depth = raw.get("depth", DEFAULT_DEPTH)
+        # "rerank": true, or {"enabled": true, "candidates": 30}
+        rerank = raw.get("rerank", False)
+        rerank_depth = rerank.get("candidates", DEFAULT_RERANK_DEPTH) if isinstance(rerank, dict) else \
+            DEFAULT_RERANK_DEPTH
         return cls(
             arms=arms, weights=weights,
             rrf_k=int(rrf_k) if isinstance(rrf_k, int) and 1 <= rrf_k <= 1000 else DEFAULT_RRF_K,
             depth=int(depth) if isinstance(depth, int) and 1 <= depth <= 1000 else DEFAULT_DEPTH,
             time_aware=bool(raw.get("time_aware", True)),
+            rerank=bool(rerank.get("enabled", True)) if isinstance(rerank, dict) else rerank is True,
+            rerank_depth=int(rerank_depth) if isinstance(rerank_depth, int) and 1 <= rerank_depth <= 200
+            else DEFAULT_RERANK_DEPTH,
+            expand=raw.get("expand", False) is True,
         )
 
     def as_settings(self) -> dict[str, Any]:
         return {"arms": list(self.arms), "weights": dict(self.weights), "rrf_k": self.rrf_k, "depth": self.depth,
-                "time_aware": self.time_aware}
+                "time_aware": self.time_aware,
+                "rerank": {"enabled": self.rerank, "candidates": self.rerank_depth}, "expand": self.expand}
 
 
 @dataclass

@@ -246,6 +246,14 @@ MEMORYHUB_LLM = env_str("MEMORYHUB_LLM", "extractive")
 MEMORYHUB_LLM_URL = env_str("MEMORYHUB_LLM_URL", "https://api.openai.com/v1")
 MEMORYHUB_LLM_API_KEY = env_str("MEMORYHUB_LLM_API_KEY")
 MEMORYHUB_PROVIDER_TIMEOUT = env_float("MEMORYHUB_PROVIDER_TIMEOUT", 30.0)
+# Optional rerank stage of recall (banks opt in with config.recall.rerank); a reranker slower than
+# its timeout is skipped and recall answers in the fused order.
+MEMORYHUB_RERANK = env_str("MEMORYHUB_RERANK", "none")
+MEMORYHUB_RERANK_URL = env_str("MEMORYHUB_RERANK_URL")
+MEMORYHUB_RERANK_API_KEY = env_str("MEMORYHUB_RERANK_API_KEY")
+MEMORYHUB_RERANK_TIMEOUT = env_float("MEMORYHUB_RERANK_TIMEOUT", 2.0)
+# Optional query expansion through MEMORYHUB_LLM (banks opt in with config.recall.expand).
+MEMORYHUB_EXPAND_TIMEOUT = env_float("MEMORYHUB_EXPAND_TIMEOUT", 3.0)
 
 # Memory rules.
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 50_000)

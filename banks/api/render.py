@@ -65,6 +65,8 @@ def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
         # Beyond Astrocyte's trace: per returned memory, the rank each arm gave it and its fused rank.
         "hit_ranks": trace.hit_ranks,
         "time_window": trace.time_window,
+        **({"rerank": trace.rerank} if trace.rerank is not None else {}),
+        **({"expansion": trace.expansion} if trace.expansion is not None else {}),
     }
 
 

@@ -44,6 +44,31 @@ class HitRanks(BaseModel):
     arm_ranks: dict[str, int]
     fused_rank: int | None
     fused_score: float | None
+    # Present when the rerank stage ran: its rank and score for the memory.
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
+
+
+class RerankNote(BaseModel):
+    """The rerank stage: ok (re-ordered), skipped (no reranker) or failed (fused order kept), and why."""
+
+    status: str
+    provider: str | None = None
+    candidates: int | None = None
+    moved: int | None = None
+    latency_ms: float | None = None
+    note: str | None = None
+
+
+class QueryExpansion(BaseModel):
+    """Query expansion: what the language model added to the keyword (and semantic) question."""
+
+    status: str
+    provider: str | None = None
+    terms: list[str] = []
+    cached: bool | None = None
+    latency_ms: float | None = None
+    note: str | None = None
 
 
 class RecallTrace(BaseModel):
@@ -59,6 +84,8 @@ class RecallTrace(BaseModel):
     wiki_tier_used: bool | None
     hit_ranks: list[HitRanks] = []
     time_window: dict[str, str] | None = None
+    rerank: RerankNote | None = None
+    expansion: QueryExpansion | None = None
 
 
 class RecallResult(BaseModel):

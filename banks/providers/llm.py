@@ -107,6 +107,17 @@ class OpenAICompatibleLanguageModel:
         )
         return str(data.get("summary", ""))
 
+    def expand_query(self, query: str) -> list[str]:
+        """Words and short phrases a memory answering ``query`` may use instead of the question's own."""
+        data = self._json(
+            "A search engine looks for stored memories (notes, conversation turns) that answer the question. "
+            "List up to 8 extra search terms the answer may use but the question does not: synonyms, related "
+            'words, names, likely phrasings. Reply as JSON: {"terms": [str]}.',
+            query,
+        )
+        terms = data.get("terms")
+        return [str(t) for t in terms if isinstance(t, str | int | float)] if isinstance(terms, list) else []
+
     def judge_coverage(self, scope: str, texts: list[str]) -> Coverage:
         data = self._json(
             "Judge how well the memories cover the stated purpose. Reply as JSON: "

@@ -21,11 +21,13 @@ from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
-from banks.providers import Embedder, bank_embedder, get_llm
+from banks.providers import Embedder, ProviderError, bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers
+from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_keyword import keyword_arm
+from banks.selectors.recall_rerank import rerank_stage
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
 from banks.vectors import distance_sql, nearest_rows, vector_literal
 
@@ -95,8 +97,16 @@ def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list
     return keyword_arm(bank, query, where, params, limit)
 
 
+def _query_entities(query: str) -> list[str]:
+    """Entity names in the question; a language model that fails leaves the local extractor's."""
+    try:
+        return [e.name.lower() for e in get_llm().extract_entities(query)]
+    except ProviderError:
+        return [e.name.lower() for e in get_llm("extractive").extract_entities(query)]
+
+
 def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
-    names = [e.name.lower() for e in get_llm().extract_entities(query)]
+    names = _query_entities(query)
     if not names:
         return []
     where, params = _filters_sql(bank, filters)
@@ -161,9 +171,15 @@ def recall_memories(
     trace = RecallTrace()  # weighted RRF; "rrf" is the name Astrocyte reports for it too
     ranked: dict[str, list[int]] = {}
     top_semantic: float | None = None
+    expansion: dict[str, Any] = {}
+    keyword_query = expand_stage(query, config, expansion)
+    if expansion:
+        trace.expansion = expansion
+        if "latency_ms" in expansion:
+            trace.strategy_timings_ms["expansion"] = expansion["latency_ms"]
     for name in arms:
         started = time.perf_counter()
-        rows = ARMS[name](bank, query, filters, limit)
+        rows = ARMS[name](bank, keyword_query if name == "keyword" else query, filters, limit)
         trace.strategy_timings_ms[name] = round((time.perf_counter() - started) * 1000, 3)
         trace.strategy_candidate_counts[name] = len(rows)
         if name == "semantic" and rows:
@@ -176,6 +192,13 @@ def recall_memories(
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
     fused = rrf_fuse(ranked, k=config.rrf_k, weights=config.weights)
+    fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
+    rerank_note: dict[str, Any] = {}
+    fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)
+    if rerank_note:
+        trace.rerank = rerank_note
+        if "latency_ms" in rerank_note:
+            trace.strategy_timings_ms["rerank"] = rerank_note["latency_ms"]
     top = fused[:max_results]
     rows_by_pk = Memory.objects.defer(*_UNSHOWN).in_bulk([f.pk for f in top])
     hits: list[RecallHit] = []
@@ -183,11 +206,17 @@ def recall_memories(
         memory = rows_by_pk.get(item.pk)
         if memory is None:
             continue
-        hit = hit_from_memory(memory, item.score, bank.bank_id, list(item.arm_ranks))
-        hit.arm_ranks, hit.fused_rank, hit.fused_score = dict(item.arm_ranks), rank, round(item.score, 6)
+        again = reranked.get(item.pk)
+        hit = hit_from_memory(memory, again.score if again else item.score, bank.bank_id, list(item.arm_ranks))
+        hit.arm_ranks, hit.fused_score = dict(item.arm_ranks), round(item.score, 6)
+        hit.fused_rank = fused_ranks.get(item.pk, rank)
+        if again is not None:
+            hit.rerank_rank, hit.rerank_score = again.rank, again.score
         hits.append(hit)
     trace.hit_ranks = [{"memory_id": h.memory_id, "arm_ranks": h.arm_ranks, "fused_rank": h.fused_rank,
-                        "fused_score": h.fused_score} for h in hits]
+                        "fused_score": h.fused_score,
+                        **({"rerank_rank": h.rerank_rank, "rerank_score": h.rerank_score} if reranked else {})}
+                       for h in hits]
     return hits, len(fused), trace, top_semantic
 
 

@@ -42,6 +42,9 @@ class RecallHit:
     arm_ranks: dict[str, int] = field(default_factory=dict)
     fused_rank: int | None = None
     fused_score: float | None = None
+    # When the rerank stage ran: the rank and score it gave (None: not re-scored).
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
 
 
 @dataclass
@@ -59,6 +62,10 @@ class RecallTrace:
     # Per returned hit: memory_id, arm_ranks {arm: rank}, fused_rank, fused_score (see RecallHit).
     hit_ranks: list[dict[str, Any]] = field(default_factory=list)
     time_window: dict[str, str] | None = None
+    # The rerank stage when the bank asks for it: provider, status (ok/skipped/failed), candidates, note.
+    rerank: dict[str, Any] | None = None
+    # Query expansion when the bank asks for it: provider, status, the terms added, note.
+    expansion: dict[str, Any] | None = None
 
 
 @dataclass

@@ -40,6 +40,12 @@ class Run:
         return [(hit, [hit.arm_ranks.get(arm) for arm in ARM_NAMES]) for hit in hits]
 
     @property
+    def reranked(self) -> bool:
+        """Did the rerank stage re-order this run (so the table shows fused and rerank ranks)?"""
+        rerank = self.outcome.trace.rerank if self.outcome else None
+        return bool(rerank and rerank.get("status") == "ok")
+
+    @property
     def stages(self) -> list[tuple[str, float, int]]:
         """(stage, milliseconds, candidates) per arm that ran."""
         trace = self.outcome.trace if self.outcome else None
@@ -65,6 +71,14 @@ def _config_from(request: HttpRequest, prefix: str, base: RecallConfig) -> Recal
         except ValueError:
             pass
     raw["arms"] = [a for a in raw["arms"] if a != "temporal"]
+    submitted = "q" in get
+    try:
+        rerank_depth = int(get.get(f"{prefix}rerank_depth", base.rerank_depth))
+    except ValueError:
+        rerank_depth = base.rerank_depth
+    raw["rerank"] = {"enabled": bool(get.get(f"{prefix}rerank")) if submitted else base.rerank,
+                     "candidates": rerank_depth}
+    raw["expand"] = bool(get.get(f"{prefix}expand")) if submitted else base.expand
     return RecallConfig.from_settings(raw)
 
 
