@@ -125,7 +125,7 @@ def build_embedder(spec: str) -> Embedder:
         try:
             from banks.providers.minilm import MiniLMEmbedder
 
-            return MiniLMEmbedder()
+            return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBED_THREADS or None)
         except Exception as exc:  # any failure to load the local model means the fallback, reported
             reason = f"{exc.__class__.__name__}: {exc}"
             logger.warning("embedding model %s could not load (%s); using the hashing embedder", spec, reason)

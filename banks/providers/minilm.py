@@ -6,13 +6,20 @@ pooling and L2 normalisation, exactly what sentence-transformers computes for it
 here avoids a deep-learning framework (and its gigabytes of GPU libraries) for a model this
 small. Queries take a few milliseconds; documents are embedded in length-sorted batches so
 padding stays small.
+
+The matrices of one question are tiny (a dozen rows): BLAS threads cost more to hand work to
+than they save, and on a busy machine a multi-threaded BLAS made one question 5x slower at the
+median and 10x at p95 (bench/recall_bench.py). The model therefore runs with at most
+``threads`` BLAS threads (``MEMORYHUB_EMBED_THREADS``, default 1) for the duration of a call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +70,7 @@ class MiniLMEmbedder:
     dimensions = 384
     name = MODEL_NAME
 
-    def __init__(self, model_dir: Path | None = None) -> None:
+    def __init__(self, model_dir: Path | None = None, threads: int | None = 1) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
@@ -100,6 +107,21 @@ class MiniLMEmbedder:
         self.tokenizer.no_padding()
         # The Rust tokenizer object is not safe to share between threads mid-call.
         self._lock = threading.Lock()
+        self.threads = threads
+        self._blas: Any = None
+        if threads:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+
+    @contextlib.contextmanager
+    def _blas_threads(self) -> Iterator[None]:
+        """At most ``threads`` BLAS threads while the model runs (None or 0: BLAS decides)."""
+        if self._blas is None:
+            yield
+            return
+        with self._blas.limit(limits=self.threads, user_api="blas"):
+            yield
 
     def _norm(self, x: np.ndarray, params: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         mean = x.mean(-1, keepdims=True)
@@ -137,6 +159,11 @@ class MiniLMEmbedder:
             encodings = self.tokenizer.encode_batch(list(texts))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        with self._blas_threads():
+            self._forward_batches(encodings, order, out)
+        return out
+
+    def _forward_batches(self, encodings: list[Any], order: list[int], out: np.ndarray) -> None:
         for start in range(0, len(order), BATCH):
             chunk = order[start:start + BATCH]
             width = max(len(encodings[i].ids) for i in chunk)
@@ -147,7 +174,6 @@ class MiniLMEmbedder:
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1.0
             out[chunk] = self._forward(ids, mask)
-        return out
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [[float(v) for v in row] for row in self.embed_array(texts)]

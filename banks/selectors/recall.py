@@ -177,6 +177,11 @@ def recall_memories(
         trace.expansion = expansion
         if "latency_ms" in expansion:
             trace.strategy_timings_ms["expansion"] = expansion["latency_ms"]
+    if "semantic" in arms or "temporal" in arms:
+        # Embedding the question is a stage of its own (the arms that need it share the vector).
+        started = time.perf_counter()
+        query_vector(bank_embedder(bank), query)
+        trace.strategy_timings_ms["embed"] = round((time.perf_counter() - started) * 1000, 3)
     for name in arms:
         started = time.perf_counter()
         rows = ARMS[name](bank, keyword_query if name == "keyword" else query, filters, limit)
@@ -200,7 +205,9 @@ def recall_memories(
         if "latency_ms" in rerank_note:
             trace.strategy_timings_ms["rerank"] = rerank_note["latency_ms"]
     top = fused[:max_results]
+    started = time.perf_counter()
     rows_by_pk = Memory.objects.defer(*_UNSHOWN).in_bulk([f.pk for f in top])
+    trace.strategy_timings_ms["load"] = round((time.perf_counter() - started) * 1000, 3)
     hits: list[RecallHit] = []
     for rank, item in enumerate(top, start=1):
         memory = rows_by_pk.get(item.pk)

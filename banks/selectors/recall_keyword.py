@@ -11,7 +11,11 @@ Cost stays bounded:
   is estimated from the column statistics PostgreSQL keeps (``pg_stats.most_common_elems``);
 - only rare lexemes select candidates (when every lexeme is common, a bounded sample does),
   and at most ``MAX_CANDIDATES`` rows are scored; every query lexeme still counts in the score;
-- the bank's size and average document length are cached for a few minutes.
+- the bank's size and average document length are kept for a few minutes (per process, see
+  recall_memo), and so are the frequencies of lexemes in at least ``MEMO_DF`` rows: counting
+  those is what costs (up to COMMON_DF index entries each), and a few minutes' drift only nudges
+  their weight. Rarer lexemes are counted on every question, so a memory retained a moment ago
+  is found by its rare words at once.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ import math
 import re
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 
 from banks.models import Bank
+from banks.selectors.recall_memo import TtlMemo
 from banks.text_search import bank_language, config_name
 
 K1 = 1.2
@@ -32,7 +36,12 @@ B = 0.75
 COMMON_DF = 2000
 MAX_CANDIDATES = 4000
 STATS_SECONDS = 300
+# Document frequencies at or above this are kept per process for STATS_SECONDS.
+MEMO_DF = 100
 _WORD = re.compile(r"\w+", re.UNICODE)
+_STATS = TtlMemo(STATS_SECONDS, max_entries=10_000)
+_FREQUENT = TtlMemo(STATS_SECONDS)
+_LEXEMES = TtlMemo(STATS_SECONDS, max_entries=10_000)
 
 
 def keyword_query_text(query: str) -> str:
@@ -45,15 +54,21 @@ def query_lexemes(cursor: Any, query: str, search_config: str = config_name(None
     words = " ".join(_WORD.findall(query))
     if not words:
         return []
+    key = (search_config, words)
+    known = _LEXEMES.get(key)
+    if known is not None:
+        return list(known)
     cursor.execute("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s))))",
                    [search_config, words])
-    return list(cursor.fetchone()[0] or [])
+    lexemes = list(cursor.fetchone()[0] or [])
+    _LEXEMES.set(key, tuple(lexemes))
+    return lexemes
 
 
 def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
-    """(live rows, average distinct lexemes per row) of the bank, cached for a few minutes."""
-    key = f"recall:bm25-stats:{bank.pk}"
-    cached = cache.get(key)
+    """(live rows, average distinct lexemes per row) of the bank, kept for a few minutes."""
+    key = ("stats", bank.pk)
+    cached = _STATS.get(key)
     if cached is not None:
         return cached
     cursor.execute("SELECT count(*) FROM banks_memory WHERE bank_id = %s AND archived_at IS NULL "
@@ -64,14 +79,14 @@ def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
                    "WHERE bank_id = %s ORDER BY retained_at DESC, id DESC LIMIT 2000) s", [bank.pk])
     avg = float(cursor.fetchone()[0] or 1.0)
     stats = (total, max(avg, 1.0))
-    cache.set(key, stats, STATS_SECONDS)
+    _STATS.set(key, stats)
     return stats
 
 
 def _common_frequencies(cursor: Any) -> dict[str, float]:
     """Lexeme frequencies (share of rows) PostgreSQL's statistics keep for the full-text column."""
-    key = "recall:bm25-common"
-    cached = cache.get(key)
+    key = ("common",)
+    cached = _STATS.get(key)
     if cached is not None:
         return cached
     cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
@@ -80,25 +95,41 @@ def _common_frequencies(cursor: Any) -> dict[str, float]:
     freqs: dict[str, float] = {}
     if row and row[0]:
         freqs = {lexeme: float(f) for lexeme, f in zip(row[0], row[1] or [], strict=False)}
-    cache.set(key, freqs, STATS_SECONDS)
+    _STATS.set(key, freqs)
     return freqs
 
 
 def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int) -> dict[str, int]:
-    """Each lexeme's document frequency in the bank: exact up to COMMON_DF, estimated past it (one query)."""
+    """Each lexeme's document frequency in the bank: exact up to COMMON_DF, estimated past it.
+
+    Frequent lexemes come from the per-process memo; the others are counted in one statement."""
+    config = bank_language(bank.config)
+    counts: dict[str, int] = {}
+    unknown: list[str] = []
+    for lexeme in lexemes:
+        known = _FREQUENT.get((bank.pk, config, lexeme))
+        if known is None:
+            unknown.append(lexeme)
+        else:
+            counts[lexeme] = known
+    if not unknown:
+        return counts
     cursor.execute(
         "SELECT l, (SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
         "AND search_vector @@ plainto_tsquery('simple', l) AND archived_at IS NULL AND forgotten_at IS NULL "
         "LIMIT %s) s) FROM unnest(%s::text[]) AS l",
-        [bank.pk, COMMON_DF + 1, lexemes],
+        [bank.pk, COMMON_DF + 1, unknown],
     )
-    counts = {lexeme: int(n) for lexeme, n in cursor.fetchall()}
-    if any(n > COMMON_DF for n in counts.values()):
+    counted = {lexeme: int(n) for lexeme, n in cursor.fetchall()}
+    if any(n > COMMON_DF for n in counted.values()):
         freqs = _common_frequencies(cursor)
-        for lexeme, n in counts.items():
+        for lexeme, n in counted.items():
             if n > COMMON_DF:
-                counts[lexeme] = max(n, int(freqs.get(lexeme, 0.0) * total))
-    return counts
+                counted[lexeme] = max(n, int(freqs.get(lexeme, 0.0) * total))
+    for lexeme, n in counted.items():
+        if n >= MEMO_DF:
+            _FREQUENT.set((bank.pk, config, lexeme), n)
+    return {**counts, **counted}
 
 
 def idf(df: int, total: int) -> float:

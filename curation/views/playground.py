@@ -46,12 +46,13 @@ class Run:
         return bool(rerank and rerank.get("status") == "ok")
 
     @property
-    def stages(self) -> list[tuple[str, float, int]]:
-        """(stage, milliseconds, candidates) per arm that ran."""
+    def stages(self) -> list[tuple[str, float, int | None]]:
+        """(stage, milliseconds, candidates or None for a stage that finds none) per stage that ran."""
         trace = self.outcome.trace if self.outcome else None
         if trace is None:
             return []
-        return [(name, ms, trace.strategy_candidate_counts.get(name, 0)) for name, ms in trace.strategy_timings_ms.items()]
+        return [(name, ms, trace.strategy_candidate_counts.get(name, 0) if name in ARM_NAMES else None)
+                for name, ms in trace.strategy_timings_ms.items()]
 
 
 def _config_from(request: HttpRequest, prefix: str, base: RecallConfig) -> RecallConfig:

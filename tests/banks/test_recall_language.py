@@ -15,6 +15,7 @@ from django.utils import timezone
 from banks.content import content_hash
 from banks.models import Bank, Job, Memory
 from banks.selectors.recall import recall_memories
+from banks.selectors.recall_memo import clear_recall_memos
 from banks.services import text_search
 from banks.services.banks import bank_update
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
@@ -110,6 +111,7 @@ def test_the_document_frequency_statement_stays_one_and_bounded(make_bank):
         memory_retain(bank=french, text=text, actor="test")
     for query in ("violoncelle", "qui joue du violoncelle et de la batterie le vendredi avec Alice Bob et Carole"):
         cache.clear()
+        clear_recall_memos()
         with CaptureQueriesContext(connection) as captured:
             assert _keyword(french, query)
         frequency = [q["sql"] for q in captured.captured_queries if "AS l" in q["sql"]]
