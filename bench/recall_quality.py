@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_quality.py                       # the committed sample
     .venv/bin/python bench/recall_quality.py --data DIR --questions 120 --embedders minilm,hashing
+    MEMORYHUB_RERANK=http MEMORYHUB_RERANK_URL=... .venv/bin/python bench/recall_quality.py --stages
 
 DIR holds LongMemEval instances (one JSON file each, or one JSON list). Every turn of every
 chosen instance is stored as one memory that occurred at its session date, in one bank per
@@ -9,6 +10,8 @@ embedder; every question is asked against that whole bank with its own date as t
 Prints recall@5/@10, MRR and nDCG@10 per question category and overall, with p50/p95 latency,
 for each arm alone, the fused hybrid, and the textbook baselines computed here in Python
 (BM25, cosine on the same vectors, and their plain RRF). Uses its own database under var/bench.
+``--stages`` adds "hybrid + rerank" (with the reranker MEMORYHUB_RERANK names) and "hybrid +
+expansion" (with the chat model MEMORYHUB_LLM names) when they are configured.
 """
 
 from __future__ import annotations
@@ -122,7 +125,20 @@ def main() -> None:
     parser.add_argument("--embedders", default="minilm,hashing")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sweep", action="store_true", help="also try a grid of fusion weights and RRF k")
+    parser.add_argument("--stages", action="store_true",
+                        help="also the optional rerank / expansion stages, where a provider is configured")
     args = parser.parse_args()
+    configs = dict(CONFIGS)
+    if args.stages:
+        from django.conf import settings as django_settings
+
+        from banks.providers.rerank import get_reranker
+
+        if get_reranker() is not None:
+            configs["hybrid + rerank"] = {"rerank": True}
+        if django_settings.MEMORYHUB_LLM.partition(":")[0] in {"openai", "http"}:
+            configs["hybrid + expansion"] = {"expand": True}
+        print(f"stages measured: {[name for name in configs if '+' in name] or 'none configured'}")
     call_command("migrate", verbosity=0)
     corpus = build_corpus(load_instances(args.data), questions=args.questions, seed=args.seed)
     digest = hashlib.sha1("".join(sorted(corpus.turns)).encode()).hexdigest()[:8]
@@ -135,7 +151,7 @@ def main() -> None:
         bank = build_bank(f"quality-{spec.replace(':', '-')}-{digest}", spec, corpus)
         print(f"bank {bank.bank_id} ready in {time.perf_counter() - started:.0f} s")
         results: dict[str, tuple[dict, list[float] | None]] = {}
-        for name, settings in CONFIGS.items():
+        for name, settings in configs.items():
             results[name] = run_config(bank, corpus, settings)
         for name, summary in run_baselines(bank, corpus).items():
             results[name] = (summary, None)

@@ -23,6 +23,7 @@ from banks.services.memories import (
     validate_tags,
     validate_text,
 )
+from banks.text_search import config_name
 from memoryhub.errors import MemoryHubError
 
 # An admin action touches at most this many selected memories; more is a bulk job for the curation UI.
@@ -34,8 +35,11 @@ def admin_actor(request: HttpRequest) -> str:
 
 
 def full_text(term: str) -> Q:
-    """The memory's generated full-text column, served by its GIN index."""
-    return Q(search_vector=SearchQuery(term, config="english", search_type="websearch"))
+    """The memory's generated full-text column, served by its GIN index.
+
+    The admin searches every bank at once, in the default language (accents folded); a bank with
+    another language matches where both stem a word alike (its recall uses its own)."""
+    return Q(search_vector=SearchQuery(term, config=config_name(None), search_type="websearch"))
 
 
 class FactTypeFilter(FixedChoicesFilter):
