@@ -23,6 +23,8 @@ LANGUAGES = (
 )
 DEFAULT_LANGUAGE = "english"
 CONFIG_PREFIX = "memoryhub_"
+# The job that re-indexes a large bank after its language changed.
+REINDEX_JOB_KIND = "search_language"
 
 
 def config_name(language: str | None) -> str:

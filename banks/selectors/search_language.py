@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from banks.models import Bank, Job, JobState
-from banks.services.text_search import JOB_KIND
+from banks.text_search import REINDEX_JOB_KIND as JOB_KIND
 
 
 def search_reindex_job(bank: Bank) -> Job | None:

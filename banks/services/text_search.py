@@ -13,12 +13,13 @@ from django.db import connection, transaction
 
 from banks.models import Bank, Job, JobState
 from banks.services.jobs import job_create, job_enqueue, job_progress
-from banks.text_search import bank_language, config_name
+from banks.text_search import REINDEX_JOB_KIND, bank_language, config_name
+from memoryhub.queue import send_task
 
 # Rows re-computed inside the request that changed the language; past it, a job does the work.
 INLINE_ROWS = 2000
 BATCH_ROWS = 2000
-JOB_KIND = "search_language"
+JOB_KIND = REINDEX_JOB_KIND
 
 
 def _stale_rows(bank: Bank, target: str, cap: int) -> int:
@@ -77,6 +78,4 @@ def search_language_apply(*, bank: Bank, actor: str) -> Job | None:
     if running is not None:
         return running  # it reads the bank's language at every batch, so it ends in the new one
     job = job_create(kind=JOB_KIND, actor=actor, bank=bank, params={"language": bank_language(bank.config)})
-    from banks.tasks import reindex_search_language
-
-    return job_enqueue(job=job, send=lambda: reindex_search_language.delay(job.pk))
+    return job_enqueue(job=job, send=lambda: send_task("banks.reindex_search_language", job.pk))
