@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
-from banks.providers import Embedder, ProviderError, bank_embedder, get_llm
+from banks.providers import Embedder, bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers
@@ -98,11 +98,12 @@ def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list
 
 
 def _query_entities(query: str) -> list[str]:
-    """Entity names in the question; a language model that fails leaves the local extractor's."""
-    try:
-        return [e.name.lower() for e in get_llm().extract_entities(query)]
-    except ProviderError:
-        return [e.name.lower() for e in get_llm("extractive").extract_entities(query)]
+    """Entity names in the question, by the local extractor.
+
+    A recall does not wait on a remote language model for this (a round trip of a second or more,
+    and a 503 when it is down): the memories' entities are extracted by ``MEMORYHUB_LLM`` when they
+    are retained; the question only has to name them."""
+    return [e.name.lower() for e in get_llm("extractive").extract_entities(query)]
 
 
 def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:

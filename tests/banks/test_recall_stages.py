@@ -193,6 +193,10 @@ def test_expansion_feeds_the_keyword_arm_and_the_trace_lists_the_terms(expanding
     _, _, again, _ = recall_memories(music, "which fiddle", arms=("keyword",),
                                      config=RecallConfig.from_settings({"arms": ["keyword"], "expand": True}))
     assert again.expansion["cached"] is True and _expansions() == ["which fiddle"]
+    # The graph arm finds the question's entities locally: a recall asks the model nothing else.
+    asked = len(Fake.requests)
+    recall_memories(music, "What does Alice play?")
+    assert len(Fake.requests) == asked
     music.config = {"recall": {"expand": True}}
     music.save(update_fields=["config"])
     body = api.post("/v1/recall", {"query": "which fiddle", "bank_id": music.bank_id}).json()
