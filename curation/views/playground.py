@@ -17,6 +17,7 @@ from banks.providers import bank_embedder
 from banks.providers.embeddings import embedder_status
 from banks.recall_fusion import ARM_NAMES, RecallConfig
 from banks.selectors.recall import RecallFilters, RecallOutcome, bank_recall_config, recall_bank
+from banks.text_search import bank_language
 from curation.access import operator_bank
 from portability.formats.common import parse_time
 
@@ -109,7 +110,8 @@ def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
     status = embedder_status(bank.embedding_provider or None)
     context = {"bank": bank, "tab": "recall", "q": query, "n": max_results, "ref": request.GET.get("ref", ""),
                "runs": runs, "forms": [(runs[0], "a_"), (second, "b_")], "arms": ARM_NAMES, "compare": compare,
-               "embedder": embedder, "embedder_status": status, "base": base}
+               "embedder": embedder, "embedder_status": status, "base": base,
+               "language": bank_language(bank.config)}
     template = "curation/recall_playground.html"
     if getattr(request, "htmx", False) and query:
         template += "#results"

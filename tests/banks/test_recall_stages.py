@@ -235,4 +235,4 @@ def test_the_playground_shows_the_rerank_column(reranking, music, operator, oper
     html = page.content.decode()
     assert page.status_code == 200
     assert "Rerank (ok, http:tiny-reranker)" in html and '<th title="rank the reranker gave">rerank</th>' in html
-    assert "(was " in html
+    assert "(was " in html and "keyword language english" in html
