@@ -13,8 +13,9 @@ from django.db import connection, transaction
 
 from banks.models import Bank, MentalModel, Observation
 from banks.providers import bank_embedder
+from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
-from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
+from banks.vectors import distance_sql, enable_iterative_scan
 
 
 def directive_in_scope(scope: str, filters: RecallFilters) -> bool:
@@ -59,7 +60,7 @@ def add_live_layers(
 def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[RecallHit]:
     """Live observations nearest the query (as of a moment, only those that existed then)."""
     embedder = bank_embedder(bank)
-    vector = vector_literal(embedder.embed([query])[0])
+    vector = query_vector(embedder, query)  # the one the semantic arm computed
     distance = distance_sql(embedder.dimensions, column="o.embedding")
     clauses = ["o.bank_id = %s", "o.embedding_dims = %s", "o.deleted_at IS NULL", "o.invalidated_at IS NULL"]
     params: list[Any] = [bank.pk, embedder.dimensions]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -21,17 +20,19 @@ from django.utils import timezone
 
 from banks.content import estimate_tokens
 from banks.models import Bank, Memory
-from banks.providers import Embedder, bank_embedder, get_llm
+from banks.providers import bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers
 from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_keyword import keyword_arm
+from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_rerank import rerank_stage
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
-from banks.vectors import distance_sql, nearest_rows, vector_literal
+from banks.vectors import distance_sql, nearest_rows
 
-__all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "recall_bank", "recall_memories"]
+__all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
+           "recall_memories"]
 
 # Columns a hit never shows: vectors stay in the database.
 _UNSHOWN = ("embedding", "search_vector")
@@ -69,12 +70,6 @@ def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[
             clauses.append(f"{when} <= %s")
             params.append(end)
     return " AND ".join(clauses), params
-
-
-@lru_cache(maxsize=512)
-def query_vector(embedder: Embedder, query: str) -> str:
-    """The query's vector literal; the semantic and temporal arms (and repeated questions) share it."""
-    return vector_literal(embedder.embed([query])[0])
 
 
 def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:

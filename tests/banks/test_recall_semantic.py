@@ -150,3 +150,19 @@ def test_recall_reads_no_vectors_back_and_counts_words_in_one_statement(bank):
         assert loads and all('"banks_memory"."embedding"' not in sql and "search_vector" not in sql for sql in loads)
         counts.append(len(captured.captured_queries))
     assert counts[0] == counts[1]  # ten more words, not ten more statements
+
+
+def test_a_question_is_embedded_once_per_recall(bank, monkeypatch):
+    from banks.providers import bank_embedder
+    from banks.selectors.recall import query_vector, recall_bank
+
+    memory_retain(bank=bank, text="Alice plays the cello.", actor="test")
+    embedder = bank_embedder(bank)
+    calls: list[list[str]] = []
+    original = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: calls.append(list(texts)) or original(texts))
+    query_vector.cache_clear()
+    # Semantic arm, temporal arm (the question names a time) and the observation layer share one vector.
+    outcome = recall_bank(bank, "Who played the cello last June?", include_observations=True)
+    assert outcome.hits and "embed" in outcome.trace.strategy_timings_ms
+    assert calls == [["Who played the cello last June?"]]
