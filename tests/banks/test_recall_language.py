@@ -152,3 +152,15 @@ def test_a_large_bank_is_reindexed_by_a_job_on_the_worker(transactional_db, cele
     assert set(Memory.objects.filter(bank=bank).values_list("search_config", flat=True)) == {"memoryhub_french"}
     bank.refresh_from_db()
     assert len(_keyword(bank, "manger")) == 5
+
+
+def test_saving_a_memory_again_keeps_its_banks_language(make_bank):
+    french = _french(make_bank)
+    now = timezone.now()
+    memory = Memory.objects.create(bank=french, memory_id="m1", text="Ils ont mangé tard.", retained_at=now,
+                                   created_at=now, content_hash=content_hash("Ils ont mangé tard."))
+    memory.text = "Ils ont mangé très tard."
+    memory.save()
+    memory.refresh_from_db()
+    assert memory.search_config == "memoryhub_french"
+    assert _keyword(french, "manger") == ["Ils ont mangé très tard."]
