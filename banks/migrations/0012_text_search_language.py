@@ -2,7 +2,7 @@
 
 One text search configuration per language, ``memoryhub_<language>``: a copy of PostgreSQL's
 own whose word tokens go through ``unaccent`` before the language's stemmer, so "café" and
-"cafe" are the same lexeme. ``banks_memory.search_config`` (a ``regconfig``) names the one a
+"cafe" are the same lexeme (stop words, listed with their accents, are dropped first). ``banks_memory.search_config`` (a ``regconfig``) names the one a
 row was indexed with and the generated ``search_vector`` is ``to_tsvector(search_config, text)``:
 still immutable, still on the GIN index. A trigger sets ``search_config`` from the bank's
 ``config.recall.language`` on insert (every writer: the ORM, bulk COPY, imports); changing the
@@ -35,14 +35,24 @@ BEGIN
         CONTINUE WHEN EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'memoryhub_' || lang);
         stemmer := CASE WHEN lang = 'simple' THEN 'simple' ELSE lang || '_stem' END;
         EXECUTE format('CREATE TEXT SEARCH CONFIGURATION %%I (COPY = pg_catalog.%%I)', 'memoryhub_' || lang, lang);
-        EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %%I ALTER MAPPING FOR hword, hword_part, word '
-                       'WITH unaccent, %%I', 'memoryhub_' || lang, stemmer);
+        IF EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = stemmer AND dictinitoption LIKE '%%stopwords%%') THEN
+            -- The stop-word lists are accented ("à", "étaient"): drop stop words before unaccent sees them.
+            EXECUTE format('CREATE TEXT SEARCH DICTIONARY %%I (TEMPLATE = pg_catalog.simple, STOPWORDS = %%I, '
+                           'ACCEPT = false)', 'memoryhub_' || lang || '_stop', lang);
+            EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %%I ALTER MAPPING FOR hword, hword_part, word '
+                           'WITH %%I, unaccent, %%I', 'memoryhub_' || lang, 'memoryhub_' || lang || '_stop', stemmer);
+        ELSE
+            EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %%I ALTER MAPPING FOR hword, hword_part, word '
+                           'WITH unaccent, %%I', 'memoryhub_' || lang, stemmer);
+        END IF;
     END LOOP;
 END
 $$;
 """ % ("ARRAY[" + ", ".join(f"'{name}'" for name in LANGUAGES) + "]")
 
-DROP_CONFIGS = ";\n".join(f"DROP TEXT SEARCH CONFIGURATION IF EXISTS memoryhub_{name}" for name in LANGUAGES)
+DROP_CONFIGS = ";\n".join(
+    [f"DROP TEXT SEARCH CONFIGURATION IF EXISTS memoryhub_{name}" for name in LANGUAGES]
+    + [f"DROP TEXT SEARCH DICTIONARY IF EXISTS memoryhub_{name}_stop" for name in LANGUAGES])
 
 # Runs before the generated column is computed (PostgreSQL computes stored generated columns after
 # BEFORE triggers), so a new row is indexed in its bank's language whoever inserts it.

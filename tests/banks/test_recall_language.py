@@ -54,6 +54,12 @@ def test_a_french_bank_stems_french(make_bank):
     assert _keyword(french, "montreal delicieux") == ["Nous avons mangé des pommes délicieuses à Montréal."]
     assert _keyword(english, "manger") == []
     assert _keyword(french, "trains") == ["Le train part demain matin."]
+    # Stop words are dropped with their accents, before accents are folded: they match nothing.
+    assert _keyword(french, "étaient à") == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_tsvector('memoryhub_french', 'Ils étaient à Montréal')::text")
+        lexemes = cursor.fetchone()[0]
+    assert "'montreal'" in lexemes and "'a'" not in lexemes and "'etaient'" not in lexemes
 
 
 def test_bulk_loaded_rows_take_their_banks_language(make_bank):
