@@ -78,7 +78,7 @@ DROP FUNCTION IF EXISTS memoryhub_memory_search_config();
 
 
 class Migration(migrations.Migration):
-    dependencies = [("banks", "0011_shared_cache_table")]
+    dependencies = [("banks", "0013_recall_usage_and_ingest_state")]
 
     operations = [
         migrations.RunSQL(CREATE_CONFIGS, DROP_CONFIGS),
