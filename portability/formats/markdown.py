@@ -1,31 +1,40 @@
 """Markdown directories (AgentOS layout ``{scope}/{type}/{id}.md`` with YAML front-matter) and
-Obsidian vaults (wikilinks, #tags, embeds). Walking never follows symlinks and skips dot-dirs;
-writing never uses an imported id as a raw path segment."""
+Obsidian vaults (wikilinks resolved to the notes they name, #tags, embeds). Walking never follows
+symlinks and skips dot-dirs; writing never uses an imported id as a raw path segment.
+
+Our own writer keeps AgentOS's front-matter keys (``id``, ``type``, ``scope``, ``tags``, epoch-ms
+``createdAt``) and puts everything else a memory holds under one ``memoryhub`` key (exact times,
+source, layer, metadata, entities, links), so a bank comes back from its Markdown export whole."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Iterable, Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from banks.content import content_hash
 from portability.formats.common import iso, parse_time
-from portability.records import ArchiveHeader, LinkRecord, MemoryRecord, RecordError
+from portability.formats.wikilinks import VaultIndex, VaultNote, parse_wikilinks
+from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 TYPE_TO_FACT = {"episodic": "experience"}
+OURS = "memoryhub"
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.S)
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-_WIKILINK = re.compile(r"(!?)\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
+_WIKILINK_SPAN = re.compile(r"!?\[\[[^\[\]\n]*\]\]")
 # A tag starts after whitespace or line start, is made of word characters (any script), '-', '_' and '/',
 # and must contain a non-digit: "#ff8800" and "#123" are not tags, URL fragments never follow a space.
 _TAG = re.compile(r"(?:(?<=\s)|^)#([^\W\d_][\w/-]*|\d*[^\W\d][\w/-]*)", re.M | re.U)
 _HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_FRONT_KEYS = {"id", "type", "scope", "tags", "createdAt", "created", "strength", "aliases", "alias", "fact_type",
+               OURS}
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -56,50 +65,135 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield path
 
 
-def _note(path: Path, root: Path, obsidian: bool) -> MemoryRecord | RecordError:
-    position = str(path.relative_to(root))
-    try:
-        meta, body = front_matter(path.read_text(encoding="utf-8-sig"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        return RecordError(position, str(exc))
-    body = body.strip()
-    if not body:
-        return RecordError(position, "note has no body")
-    tags = [str(t).strip().lstrip("#") for t in (meta.get("tags") or []) if str(t).strip()] \
-        if isinstance(meta.get("tags"), list) else ([str(meta["tags"])] if meta.get("tags") else [])
-    kind = meta.get("type") if isinstance(meta.get("type"), str) else None
-    metadata: dict[str, Any] = {"markdown": {"path": position}}
-    links: list[LinkRecord] = []
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value).strip()] if value not in (None, "") and str(value).strip() else []
+
+
+def _note_id(meta: dict[str, Any]) -> str | None:
+    return meta["id"] if isinstance(meta.get("id"), str) and meta["id"] else None
+
+
+def _memory_id(meta: dict[str, Any], position: str, obsidian: bool) -> str | None:
+    return _note_id(meta) or (f"note:{position.removesuffix('.md')}" if obsidian else None)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    meta, body = front_matter(path.read_text(encoding="utf-8-sig"))
+    return meta, body.strip()
+
+
+def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
+    """Restore what our own writer kept under the ``memoryhub`` key."""
+    kept = meta.get(OURS)
+    if not isinstance(kept, dict):
+        return
+    record.metadata = dict(kept["metadata"]) if isinstance(kept.get("metadata"), dict) else {}
+    for name in ("occurred_at", "created_at", "retained_at"):
+        if kept.get(name):
+            setattr(record, name, _time(kept[name]))
+    record.source = kept.get("source") if isinstance(kept.get("source"), str) else None
+    record.memory_layer = kept.get("memory_layer") if isinstance(kept.get("memory_layer"), str) else None
+    record.entities = [EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
+                                    aliases=_strings(e.get("aliases")))
+                       for e in kept.get("entities") or [] if isinstance(e, dict) and e.get("name")]
+    record.links += [LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
+                                confidence=float(link.get("confidence", 1.0)),
+                                metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
+                     for link in kept.get("links") or [] if isinstance(link, dict) and link.get("target_id")]
+
+
+def _tags(meta: dict[str, Any], body: str, obsidian: bool) -> list[str]:
+    tags = [t.lstrip("#") for t in _strings(meta.get("tags"))]
     if obsidian:
-        prose = _INLINE_CODE.sub(" ", _FENCE.sub(" ", body))
+        prose = _WIKILINK_SPAN.sub(" ", _INLINE_CODE.sub(" ", _FENCE.sub(" ", body)))
         for tag in _TAG.findall(prose):
             tag = tag.rstrip("/-")
             if tag and not _HEX.match(tag) and tag not in tags:
                 tags.append(tag)
-        wikilinks: list[dict[str, str]] = []
-        embeds: list[dict[str, str]] = []
-        for bang, target, heading, alias in _WIKILINK.findall(body):
-            entry = {"target": target.strip(), **({"heading": heading} if heading else {}),
-                     **({"alias": alias} if alias else {})}
-            (embeds if bang else wikilinks).append(entry)
-            if not bang and target.strip():
-                links.append(LinkRecord(target_id=f"note:{target.strip()}", link_type="wikilink",
-                                        metadata=entry))
-        metadata["obsidian"] = {"links": wikilinks, "embeds": embeds,
-                                **({"aliases": meta["aliases"]} if meta.get("aliases") else {})}
+    return tags
+
+
+def _wikilinks(body: str, position: str, index: VaultIndex, own_id: str | None,
+               metadata: dict[str, Any]) -> list[LinkRecord]:
+    """Links to the notes the body's wikilinks and note embeds resolve to; the rest stays in metadata."""
+    links: dict[tuple[str, str], LinkRecord] = {}
+    written: list[dict[str, str]] = []
+    embeds: list[dict[str, str]] = []
+    unresolved: list[str] = []
+    for link in parse_wikilinks(body):
+        entry = {"target": link.target, **({"heading": link.heading} if link.heading else {}),
+                 **({"alias": link.alias} if link.alias else {})}
+        (embeds if link.embed else written).append(entry)
+        if not link.target or not link.is_note:
+            continue  # a heading of this same note, or an attachment
+        note = index.resolve(link.target, position)
+        if note is None:
+            unresolved.append(link.target)
+            continue
+        kind = "embed" if link.embed else "wikilink"
+        if note.memory_id != own_id and (note.memory_id, kind) not in links:
+            links[(note.memory_id, kind)] = LinkRecord(target_id=note.memory_id, link_type=kind,
+                                                       metadata={**entry, "path": note.path})
+    metadata["obsidian"] = {"links": written, "embeds": embeds,
+                            **({"unresolved": unresolved} if unresolved else {})}
+    return list(links.values())
+
+
+def _note(path: Path, root: Path, index: VaultIndex | None) -> MemoryRecord | RecordError:
+    position = path.relative_to(root).as_posix()
+    obsidian = index is not None
+    try:
+        meta, body = _read(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return RecordError(position, str(exc))
+    if not body:
+        return RecordError(position, "note has no body")
+    kind = meta.get("type") if isinstance(meta.get("type"), str) else None
+    metadata: dict[str, Any] = {"markdown": {"path": position}}
+    memory_id = _memory_id(meta, position, obsidian)
+    aliases = _strings(meta.get("aliases", meta.get("alias")))
+    links = _wikilinks(body, position, index, memory_id, metadata) if index is not None else []
+    if aliases:
+        metadata.setdefault("obsidian", {})["aliases"] = aliases
     extra = {k: (v.isoformat() if isinstance(v, date | datetime) else v) for k, v in meta.items()
-             if k not in {"id", "type", "scope", "tags", "createdAt", "created", "strength", "aliases"}}
+             if k not in _FRONT_KEYS}
     if extra:
         metadata["markdown"]["front_matter"] = extra
     if kind or meta.get("scope"):
         metadata["agentos"] = {"type": kind, "scope": meta.get("scope"), "strength": meta.get("strength")}
-    created = _time(meta.get("createdAt", meta.get("created")))
-    note_id = meta.get("id") if isinstance(meta.get("id"), str) and meta.get("id") else None
-    return MemoryRecord(
-        text=body, memory_id=note_id or (f"note:{path.relative_to(root).with_suffix('')}" if obsidian else None),
-        fact_type=TYPE_TO_FACT.get(kind or "", "world"), tags=tags, metadata=metadata, created_at=created,
+    fact_type = meta.get("fact_type") if isinstance(meta.get("fact_type"), str) else None
+    record = MemoryRecord(
+        text=body, memory_id=memory_id, fact_type=fact_type or TYPE_TO_FACT.get(kind or "", "world"),
+        tags=_tags(meta, body, obsidian), metadata=metadata, created_at=_time(meta.get("createdAt",
+                                                                                       meta.get("created"))),
         source="obsidian" if obsidian else "markdown", memory_layer=kind, links=links, position=position,
     )
+    _ours(meta, record)
+    return record
+
+
+def _vault_note(path: Path, root: Path) -> VaultNote | None:
+    position = path.relative_to(root).as_posix()
+    try:
+        meta, body = _read(path)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return VaultNote(path=position, memory_id=_memory_id(meta, position, True) or "",
+                     aliases=tuple(_strings(meta.get("aliases", meta.get("alias")))), note_id=_note_id(meta),
+                     body=content_hash(body) if body else None)
+
+
+def _obsidian_records(root: Path) -> Iterator[MemoryRecord | RecordError]:
+    """Two passes: the first learns every note's path, aliases, id and body; the second reads the notes,
+    resolving links against all of them. A note given up for an identical one comes last, so the kept
+    note is stored first and the other is reported as its duplicate."""
+    paths = list(_walk(root))
+    index = VaultIndex.build(n for n in (_vault_note(p, root) for p in paths) if n is not None)
+    given_up = [p for p in paths if p.relative_to(root).as_posix() in index.given_up]
+    for path in [p for p in paths if p not in given_up] + given_up:
+        yield _note(path, root, index)
 
 
 def _reader(obsidian: bool):  # noqa: ANN202
@@ -109,8 +203,11 @@ def _reader(obsidian: bool):  # noqa: ANN202
         root = path.resolve()
 
         def records() -> Iterator[MemoryRecord | RecordError]:
+            if obsidian:
+                yield from _obsidian_records(root)
+                return
             for note in _walk(root):
-                yield _note(note, root, obsidian)
+                yield _note(note, root, None)
 
         return ArchiveHeader(format="obsidian" if obsidian else "markdown"), records()
 
@@ -126,11 +223,30 @@ def safe_segment(value: str, fallback: str) -> str:
     return cleaned or fallback
 
 
+def _epoch_ms(value: datetime | None) -> int | None:
+    return int(value.astimezone(UTC).timestamp() * 1000) if value is not None else None
+
+
+def _front(record: MemoryRecord, kind: str, scope: str) -> dict[str, Any]:
+    ours: dict[str, Any] = {
+        "occurred_at": iso(record.occurred_at), "created_at": iso(record.created_at),
+        "retained_at": iso(record.retained_at), "source": record.source, "memory_layer": record.memory_layer,
+        "metadata": record.metadata or {},
+        "entities": [{"name": e.name, "entity_type": e.entity_type, "aliases": list(e.aliases)}
+                     for e in record.entities],
+        "links": [{"target_id": link.target_id, "link_type": link.link_type, "confidence": link.confidence,
+                   **({"metadata": link.metadata} if link.metadata else {})} for link in record.links]}
+    return {"id": record.memory_id, "type": kind, "scope": scope, "tags": list(record.tags),
+            "createdAt": _epoch_ms(record.created_at), "fact_type": record.fact_type,
+            OURS: {k: v for k, v in ours.items() if v not in (None, [], {}) or k == "metadata"}}
+
+
 def write_markdown(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
     """``{scope}/{type}/{id}.md``; every segment slugged and the result checked to stay inside."""
     root = path.resolve()
     root.mkdir(parents=True, exist_ok=True)
     count = 0
+    used: set[Path] = set()
     for record in records:
         agentos = (record.metadata or {}).get("agentos") or {}
         kind = agentos.get("type") or ("episodic" if record.fact_type == "experience" else "semantic")
@@ -139,10 +255,14 @@ def write_markdown(path: Path, header: ArchiveHeader, records: Iterable[MemoryRe
                   / f"{safe_segment(record.memory_id or '', f'memory-{count}')}.md").resolve()
         if not target.is_relative_to(root):
             raise ValueError(f"refusing to write outside {root}: {target}")
+        # Two ids that slug alike ("a/b", "a_b") must not overwrite each other; the id itself is in the file.
+        stem, n = target.with_suffix(""), 1
+        while target in used:
+            n += 1
+            target = stem.with_name(f"{stem.name}-{n}.md")
+        used.add(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"id": record.memory_id, "type": kind, "scope": scope, "tags": record.tags,
-                "createdAt": iso(record.created_at), "fact_type": record.fact_type}
-        target.write_text("---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---\n"
-                          + record.text + "\n", encoding="utf-8")
+        meta = yaml.safe_dump(_front(record, str(kind), str(scope)), allow_unicode=True, sort_keys=False)
+        target.write_text(f"---\n{meta}---\n{record.text}\n", encoding="utf-8")
         count += 1
     return count
