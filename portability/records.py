@@ -36,6 +36,17 @@ class LinkRecord:
 
 
 @dataclass
+class EntityLinkRecord:
+    """A relation between two entities (a knowledge-graph edge), created with both ends if they are missing."""
+
+    source: EntityRecord
+    target: EntityRecord
+    link_type: str
+    confidence: float = 1.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class MemoryRecord:
     text: str
     memory_id: str | None = None
@@ -51,6 +62,9 @@ class MemoryRecord:
     embedding: list[float] | None = None
     embedding_model: str | None = None
     links: list[LinkRecord] = field(default_factory=list)
+    entity_links: list[EntityLinkRecord] = field(default_factory=list)
+    # Deleted in the source: stored, then forgotten at once (kept as a tombstone, never recalled).
+    forgotten: bool = False
     # Position in the source (line number for line formats, item index or file path otherwise).
     position: str | int | None = None
 

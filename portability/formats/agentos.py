@@ -1,6 +1,8 @@
 """AgentOS: the real JSON export (raw rows: snake_case, JSON-encoded string columns, epoch ms,
 base64 Float32 embeddings), the documented camelCase trace shape, NDJSON of either, and the
-AgentOS SQLite brain. Deleted traces are skipped and reported; conversations become exchanges."""
+AgentOS SQLite brain. A deleted trace is imported and forgotten (its history kept, never recalled);
+conversations become exchanges; the knowledge graph's nodes and edges become entities, mentions,
+entity links and memory links (``agentos_graph``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from portability.formats.agentos_graph import Graph, read_graph
 from portability.formats.common import bounded_lines, parse_time
 from portability.records import ArchiveHeader, EntityRecord, MemoryRecord, RecordError
 
@@ -40,8 +43,6 @@ def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordErr
     content = row.get("content")
     if not isinstance(content, str) or not content.strip():
         return RecordError(position, "trace has no content")
-    if row.get("deleted") in (1, True, "1"):
-        return RecordError(position, f"trace {row.get('id')} is deleted in the source; not imported")
     kind = str(row.get("type") or "episodic")
     tags = _json_field(row.get("tags"), [])
     metadata = _json_field(row.get("metadata"), {})
@@ -65,7 +66,7 @@ def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordErr
         created_at=created, occurred_at=created if kind == "episodic" else None,
         source=f"agentos:{source}" if isinstance(source, str) and source else None, memory_layer=kind,
         entities=entities, embedding=embedding, embedding_model="agentos" if embedding else None,
-        position=position,
+        forgotten=row.get("deleted") in (1, True, "1"), position=position,
     )
 
 
@@ -108,10 +109,16 @@ def read_agentos_json(path: Path, *, max_bytes: int = 500 * 1024 * 1024, **_: An
                            extra={"meta": meta, "nodes": len(data.get("nodes") or []),
                                   "edges": len(data.get("edges") or [])})
 
+    graph = read_graph(data.get("nodes") or [], data.get("edges") or [],
+                       [str(row.get("id")) for row in data["traces"] if isinstance(row, dict) and row.get("id")])
+    header.extra["graph"] = graph.counts()
+
     def records() -> Iterator[MemoryRecord | RecordError]:
         for i, row in enumerate(data["traces"]):
-            yield trace_record(row, f"traces[{i}]") if isinstance(row, dict) else RecordError(
+            item = trace_record(row, f"traces[{i}]") if isinstance(row, dict) else RecordError(
                 f"traces[{i}]", "trace is not an object")
+            yield graph.attach(item) if isinstance(item, MemoryRecord) else item
+        yield from graph.problems
         yield from _exchanges(data.get("conversations") or [], data.get("messages") or [])
 
     return header, records()
@@ -138,6 +145,19 @@ def read_agentos_ndjson(path: Path, *, max_line_bytes: int = 10 * 1024 * 1024, *
     return ArchiveHeader(format="agentos_ndjson", provider="agentos"), records()
 
 
+def _sqlite_graph(connection: sqlite3.Connection) -> Graph:
+    """The brain's knowledge graph, when the file has one (older brains may lack the tables)."""
+    try:
+        ids = [str(row[0]) for row in connection.execute("SELECT id FROM memory_traces")]
+        nodes = [dict(row) for row in connection.execute("SELECT * FROM knowledge_nodes")]
+        edges = [dict(row) for row in connection.execute("SELECT * FROM knowledge_edges")]
+    except sqlite3.DatabaseError:
+        return Graph()
+    for node in nodes:
+        node.pop("embedding", None)
+    return read_graph(nodes, edges, ids)
+
+
 def read_agentos_sqlite(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     # Read-only: opening a missing or writable path must never create or change anything.
     uri = f"file:{path}?mode=ro"
@@ -146,11 +166,14 @@ def read_agentos_sqlite(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[M
         connection = sqlite3.connect(uri, uri=True)
         connection.row_factory = sqlite3.Row
         try:
+            graph = _sqlite_graph(connection)
             for i, row in enumerate(connection.execute("SELECT * FROM memory_traces")):
                 data = dict(row)
                 if isinstance(data.get("embedding"), bytes):
                     data["embedding"] = base64.b64encode(data["embedding"]).decode()
-                yield trace_record(data, f"memory_traces[{i}]")
+                item = trace_record(data, f"memory_traces[{i}]")
+                yield graph.attach(item) if isinstance(item, MemoryRecord) else item
+            yield from graph.problems
         except sqlite3.DatabaseError as exc:
             yield RecordError("memory_traces", f"not an AgentOS brain: {exc}")
         finally:

@@ -30,6 +30,7 @@ from banks.services.memories import attach_entities, bank_embedder
 from memoryhub.errors import InvalidInput
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
+from portability.services.import_graph import import_graph_apply
 from portability.services.import_links import links_queue, links_resolve, links_unresolved
 
 ON_CONFLICT = ("skip", "overwrite", "error")
@@ -57,6 +58,8 @@ class ImportReport:
     invalid: int = 0
     links: int = 0
     unresolved_links: int = 0
+    entity_links: int = 0
+    forgotten: int = 0
     resumed_after: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     aborted: str | None = None
@@ -69,7 +72,8 @@ class ImportReport:
         return {"lines": self.lines, "imported": self.imported, "overwritten": self.overwritten,
                 "skipped": self.skipped, "duplicates": self.duplicates, "conflicts": self.conflicts,
                 "invalid": self.invalid, "links": self.links,
-                "unresolved_links": self.unresolved_links}
+                "unresolved_links": self.unresolved_links, "entity_links": self.entity_links,
+                "forgotten": self.forgotten}
 
     def astrocyte_result(self) -> dict[str, int]:
         """Astrocyte's ImportResult numbers: stored, not stored, failed."""
@@ -291,6 +295,7 @@ class _Importer:
                         for e in record.entities])
             links_queue(self.bank, [record for record, _ in stored])
             links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
+            graph = import_graph_apply(self.bank, stored)
             audit_record(actor=self.actor, action="bank.import.batch", bank=self.bank,
                          target_ids=[record.memory_id or "" for record, _ in stored],
                          details={"source": self.source_label, "imported": len(landed), "overwritten": overwritten,
@@ -298,6 +303,8 @@ class _Importer:
         report.imported += len(landed)
         report.overwritten += overwritten
         report.links += links
+        report.entity_links += graph["entity_links"]
+        report.forgotten += graph["forgotten"]
 
 
 def archive_import(

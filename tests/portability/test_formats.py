@@ -55,7 +55,8 @@ def test_amplihack_size_cap(tmp_path):
 def test_agentos_json_real_shape():
     _, _, records, errors = read(FIXTURES / "agentos_traces.json")
     traces = [r for r in records if r.memory_id.startswith("mt_")]
-    assert len(traces) == 6 and len(errors) == 1 and "deleted" in errors[0].reason
+    assert len(traces) == 7 and errors == []
+    assert [r.text for r in traces if r.forgotten] == ["Old address: 12 Rua das Flores (moved out in 2025)."]
     first = traces[0]
     assert first.tags == ["preference", "language"] and first.metadata["agentos"]["type"] == "semantic"
     assert first.embedding is not None and len(first.embedding) == 4
@@ -135,7 +136,7 @@ def test_csv_without_content_column_is_refused(tmp_path):
 @pytest.mark.parametrize(("name", "imported", "duplicates", "invalid"), [
     ("amplihack_hierarchical.json", 7, 1, 0),
     # The conversation's exchange repeats a trace imported from ChatGPT earlier: a duplicate.
-    ("agentos_traces.json", 5, 2, 1),
+    ("agentos_traces.json", 6, 2, 0),
     ("agentos_traces.ndjson", 7, 1, 0),
     ("markdown_export", 5, 1, 1),
     ("obsidian_vault", 5, 1, 1),

@@ -1,0 +1,51 @@
+"""What an imported record says beyond its own row: that it was deleted in the source (it is stored,
+then forgotten, so its history survives and recall never sees it) and knowledge-graph edges between
+entities (created with both ends when either is missing, idempotently: a re-run adds nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q
+from django.utils import timezone
+
+from banks.models import Bank, Entity, EntityLink, Memory
+from portability.records import EntityRecord, MemoryRecord
+
+
+def _entity_id(entity: EntityRecord) -> str:
+    # The same key ``attach_entities`` gives a named entity, so mentions and graph edges meet.
+    return entity.name.strip().lower()[:255]
+
+
+def entity_links_create(bank: Bank, records: Iterable[MemoryRecord]) -> int:
+    wanted = [link for record in records for link in record.entity_links
+              if link.source.name.strip() and link.target.name.strip()]
+    if not wanted:
+        return 0
+    ends = {_entity_id(e): e for link in wanted for e in (link.source, link.target)}
+    Entity.objects.bulk_create([Entity(bank=bank, entity_id=key, name=e.name.strip()[:500],
+                                       entity_type=(e.entity_type or "OTHER")[:64], aliases=list(e.aliases))
+                                for key, e in ends.items()], ignore_conflicts=True)
+    pks = dict(Entity.objects.filter(bank=bank, entity_id__in=list(ends)).values_list("entity_id", "pk"))
+    rows = {(pks[_entity_id(link.source)], pks[_entity_id(link.target)], link.link_type[:64]): link
+            for link in wanted if _entity_id(link.source) in pks and _entity_id(link.target) in pks}
+    created = EntityLink.objects.bulk_create(
+        [EntityLink(bank=bank, entity_a_id=a, entity_b_id=b, link_type=kind, confidence=link.confidence,
+                    metadata=link.metadata or None) for (a, b, kind), link in rows.items()], ignore_conflicts=True)
+    return len(created)
+
+
+def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]]) -> int:
+    pks = [pk for record, pk in stored if record.forgotten]
+    if not pks:
+        return 0
+    now = timezone.now()
+    return Memory.objects.filter(Q(forgotten_at__isnull=True), bank=bank, pk__in=pks).update(
+        forgotten_at=now, updated_at=now)
+
+
+def import_graph_apply(bank: Bank, stored: list[tuple[MemoryRecord, int]]) -> dict[str, int]:
+    """Called inside each import batch's transaction with the records that landed and their keys."""
+    return {"forgotten": records_forget(bank, stored),
+            "entity_links": entity_links_create(bank, [record for record, _ in stored])}
