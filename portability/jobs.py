@@ -1,4 +1,5 @@
-"""Running import, export and re-embed jobs: progress, cancellation, final counts on the Job row."""
+"""Running import, export, re-embed and entity re-extraction jobs: progress, cancellation, final counts
+on the Job row. Imports and re-extractions can be resumed after their last committed batch."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from typing import Any
 
 from django.db import transaction
 
-from banks.models import Bank, Job, Memory
+from banks.models import Bank, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.services.audit import audit_record
+from banks.services.entity_reextract import DEFAULT_BATCH, ReextractReport, entities_reextract
 from banks.services.jobs import (
     JobCancelled,
     job_create,
@@ -18,14 +20,14 @@ from banks.services.jobs import (
     job_progress,
     job_start,
 )
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
 from portability.services.job_health import job_resume_params
 
-KINDS = ("import", "export", "reembed")
+KINDS = ("import", "export", "reembed", "reextract_entities")
 
 
 def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]) -> Job:
@@ -39,6 +41,17 @@ def job_resume(*, job: Job, actor: str) -> Job:
     resumed = job_start_async(kind=job.kind, bank=_bank(job), actor=actor, params=job_resume_params(job))
     audit_record(actor=actor, action="job.resume", bank=job.bank, target_ids=[str(job.pk), str(resumed.pk)])
     return resumed
+
+
+def entities_reextract_start(*, bank: Bank, actor: str, batch: int = DEFAULT_BATCH) -> Job:
+    """Queue a re-extraction of the bank's entities; one at a time per bank (two would fight over mentions)."""
+    if not 1 <= batch <= 5000:
+        raise MemoryHubError("batch must be between 1 and 5000")
+    running = Job.objects.filter(bank=bank, kind="reextract_entities",
+                                 state__in=[JobState.QUEUED, JobState.RUNNING]).first()
+    if running is not None:
+        raise Conflict(f"entities of bank {bank.bank_id} are already being re-extracted (job {running.pk})")
+    return job_start_async(kind="reextract_entities", bank=bank, actor=actor, params={"batch": batch})
 
 
 def _bank(job: Job) -> Bank:
@@ -109,8 +122,23 @@ def _reembed(job: Job) -> None:
     job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
 
 
+def _reextract(job: Job) -> None:
+    def checkpoint(report: ReextractReport) -> None:
+        # Inside the batch's transaction: the resume point never runs ahead of what is committed.
+        Job.objects.filter(pk=job.pk).update(result={**report.counts(), "after_pk": report.after_pk},
+                                             counts=report.counts())
+
+    report = entities_reextract(
+        bank=_bank(job), after_pk=int(job.params.get("after_pk", 0)),
+        batch=int(job.params.get("batch", DEFAULT_BATCH)), checkpoint=checkpoint,
+        progress=lambda r, total: job_progress(job=job, done=r.memories, total=total, counts=r.counts()))
+    audit_record(actor=job.created_by, action="bank.entities.reextract", bank=job.bank,
+                 details={"job": job.pk, **report.counts()})
+    job_finish(job=job, counts=report.counts(), result={**report.counts(), "after_pk": report.after_pk})
+
+
 def job_run(job: Job) -> None:
-    runners = {"import": _import, "export": _export, "reembed": _reembed}
+    runners = {"import": _import, "export": _export, "reembed": _reembed, "reextract_entities": _reextract}
     try:
         job = job_start(job=job)
         runners[job.kind](job)
@@ -123,4 +151,4 @@ def job_run(job: Job) -> None:
             raise
 
 
-__all__ = ["KINDS", "job_resume", "job_run", "job_start_async", "reembed_bank"]
+__all__ = ["KINDS", "entities_reextract_start", "job_resume", "job_run", "job_start_async", "reembed_bank"]

@@ -19,11 +19,12 @@ from curation.access import actor, operator_bank
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 from portability.formats.registry import READERS
-from portability.jobs import job_start_async
+from portability.jobs import KINDS, entities_reextract_start, job_resume, job_start_async
 from portability.paths import PathNotAllowed, sanitize_upload_name
 from portability.roots import contained_path, portability_roots
 from portability.services import archive_stream
 from portability.services.bank_archive import bank_archive_stream
+from portability.services.job_health import RESUMABLE
 
 MAX_LISTED = 200
 
@@ -50,7 +51,7 @@ def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     roots = portability_roots()
     context = {"bank": bank, "roots": [{"path": str(r), "files": _files(r)} for r in roots], "tab": "transfer",
-               "jobs": Job.objects.filter(bank=bank, kind__in=["import", "export", "reembed"]).order_by(
+               "jobs": Job.objects.filter(bank=bank, kind__in=KINDS).order_by(
                    "-created_at")[:20], "formats": sorted(READERS),
                "max_upload_mb": settings.MEMORYHUB_MAX_UPLOAD_BYTES // (1024 * 1024)}
     return render(request, "portability/transfer.html", context)
@@ -88,7 +89,7 @@ def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def start(request: HttpRequest, bank_id: str) -> HttpResponse:
-    """Queue a preview (dry run), an import, an export or a re-embed as a job."""
+    """Queue a preview (dry run), an import, an export, a re-embed or an entity re-extraction as a job."""
     bank = operator_bank(request, bank_id, "admin")
     kind = request.POST.get("kind", "")
     try:
@@ -107,6 +108,10 @@ def start(request: HttpRequest, bank_id: str) -> HttpResponse:
                 "path": str(dest), "include_embeddings": request.POST.get("include_embeddings") == "on"})
         elif kind == "reembed":
             job = job_start_async(kind="reembed", bank=bank, actor=actor(request), params={})
+        elif kind == "reextract_entities":
+            if request.POST.get("confirm") != "yes":
+                raise MemoryHubError("Confirm the re-extraction first.")
+            job = entities_reextract_start(bank=bank, actor=actor(request))
         else:
             raise MemoryHubError("Unknown job.")
     except (MemoryHubError, PathNotAllowed) as exc:
@@ -122,7 +127,24 @@ def job_detail(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
     if job is None:
         raise Http404("No such job")
     return render(request, htmx_template(request, "portability/job.html", "job-status"),
-                  {"bank": bank, "job": job, "tab": "transfer"})
+                  {"bank": bank, "job": job, "tab": "transfer",
+                   "resumable": job.kind in RESUMABLE and job.state == Job.State.FAILED})
+
+
+@login_required
+@require_POST
+def job_resume_view(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
+    """A failed or dead import or re-extraction continues in a new job after its last committed batch."""
+    bank = operator_bank(request, bank_id, "admin")
+    job = Job.objects.filter(pk=job_id, bank=bank).first()
+    if job is None:
+        raise Http404("No such job")
+    try:
+        resumed = job_resume(job=job, actor=actor(request))
+    except MemoryHubError as exc:
+        messages.error(request, exc.message)
+        return redirect("portability:job", bank_id=bank.bank_id, job_id=job.pk)
+    return redirect("portability:job", bank_id=bank.bank_id, job_id=resumed.pk)
 
 
 @login_required

@@ -10,4 +10,5 @@ urlpatterns = [
     path("jobs/<int:job_id>", views.JobApi.as_view(), name="job"),
     path("jobs/<int:job_id>/cancel", views.JobCancelApi.as_view(), name="job-cancel"),
     path("jobs/<int:job_id>/resume", views.JobResumeApi.as_view(), name="job-resume"),
+    path("banks/<str:bank_id>/reextract-entities", views.ReextractEntitiesApi.as_view(), name="reextract-entities"),
 ]

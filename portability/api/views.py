@@ -15,7 +15,7 @@ from banks.services.jobs import job_cancel_request
 from memoryhub.errors import NotFound, Unprocessable
 from portability.formats.ama import AmaCountMismatch, AmaHeaderError
 from portability.formats.registry import UnknownFormat, max_decompressed_bytes, open_archive
-from portability.jobs import job_resume, job_start_async
+from portability.jobs import entities_reextract_start, job_resume, job_start_async
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
 from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
@@ -46,6 +46,10 @@ class ImportRequest(WireModel):
 
 class JobQuery(WireModel):
     bank_id: str
+
+
+class ReextractRequest(WireModel):
+    batch: int = Field(default=200, ge=1, le=5000)
 
 
 def job_body(job: Job) -> dict:
@@ -156,3 +160,13 @@ class JobResumeApi(BankApiView):
         if job is None:
             raise NotFound(f"job {job_id} not found")
         return ok(job_body(job_resume(job=job, actor=self.actor(request))), status=202)
+
+
+class ReextractEntitiesApi(BankApiView):
+    """Re-extract every memory's entities with the bank's current provider, as a resumable job (202)."""
+
+    def post(self, request: Request, bank_id: str) -> Response:
+        bank = self.bank(request, bank_id, "admin", must_exist=True)
+        body = self.body(request, ReextractRequest)
+        return ok(job_body(entities_reextract_start(bank=bank, actor=self.actor(request), batch=body.batch)),
+                  status=202)

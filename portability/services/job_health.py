@@ -25,7 +25,7 @@ from banks.services.jobs import STALE_AFTER, job_is_stale
 from memoryhub.errors import Conflict
 from portability.roots import portability_roots
 
-RESUMABLE = ("import",)
+RESUMABLE = ("import", "reextract_entities")
 
 
 def _queued_grace() -> timedelta:
@@ -80,14 +80,18 @@ def jobs_sweep() -> dict[str, int]:
 
 
 def job_resume_params(job: Job) -> dict[str, Any]:
-    """The parameters of a job continuing a failed import after its last committed batch."""
+    """The parameters of a job continuing a failed import or re-extraction after its last committed batch."""
     if job.kind not in RESUMABLE:
         raise Conflict(f"a {job.kind} job cannot be resumed; start it again")
     if job_is_stale(job):
         jobs_mark_dead()
         job.refresh_from_db()
     if job.state != JobState.FAILED:
-        raise Conflict(f"job {job.pk} is {job.state}; only a failed or dead import can be resumed")
+        raise Conflict(f"job {job.pk} is {job.state}; only a failed or dead job can be resumed")
+    if job.kind == "reextract_entities":
+        # The checkpoint is written in the same transaction as each batch.
+        after = max(int(job.result.get("after_pk", 0) or 0), int(job.params.get("after_pk", 0)))
+        return {**job.params, "after_pk": after, "resume_of": job.pk}
     # Progress is written after each batch commits, so progress_done counts the records already handled.
     done = max(int(job.progress_done or 0), int(job.params.get("skip_records", 0)))
     return {**job.params, "skip_records": done, "resume_of": job.pk}

@@ -76,6 +76,7 @@ ROUTES = [
     ("get", f"/v1/banks/{B}/changes", {"limit": 10}, "read"),
     ("post", "/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}, "admin"),
     ("get", "/v1/admin/tenants/acme/storage", {}, "admin"),
+    ("post", f"/v1/banks/{B}/reextract-entities", {}, "admin"),
 ]
 
 

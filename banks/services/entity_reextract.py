@@ -1,0 +1,105 @@
+"""Re-extract the entities every memory of a bank mentions, with the bank's current provider.
+
+Run after a provider change, or on a bank imported without extraction. Memories are taken in
+primary-key order, a batch at a time: the provider is asked outside any transaction, then one
+transaction per batch replaces the batch's mentions (old ones removed and their counters moved
+down, new ones linked and counted up) with a fixed number of statements, whatever the batch size.
+The caller's ``checkpoint`` runs inside that transaction with the last key done, so a resumed run
+continues exactly after the last committed batch. Forgotten memories are left alone; entities no
+memory mentions any more are kept (links and metadata may hang on them) with a zero count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+
+from banks.models import Bank, Entity, Memory, MemoryEntity
+from banks.providers.llm import get_llm
+
+DEFAULT_BATCH = 200
+
+
+@dataclass
+class ReextractReport:
+    memories: int = 0
+    mentions_removed: int = 0
+    mentions_added: int = 0
+    entities_created: int = 0
+    after_pk: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"memories": self.memories, "mentions_removed": self.mentions_removed,
+                "mentions_added": self.mentions_added, "entities_created": self.entities_created}
+
+
+def _move_counts(changes: Counter[int], sign: int) -> None:
+    """One UPDATE per distinct amount (a batch has few), never one per entity."""
+    by_amount: dict[int, list[int]] = {}
+    for pk, amount in changes.items():
+        by_amount.setdefault(amount, []).append(pk)
+    for amount, pks in by_amount.items():
+        Entity.objects.filter(pk__in=pks).update(mention_count=Greatest(F("mention_count") + sign * amount, 0))
+
+
+def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], report: ReextractReport) -> None:
+    pks = list(found)
+    old = Counter(MemoryEntity.objects.filter(memory_id__in=pks).values_list("entity_id", flat=True))
+    report.mentions_removed += MemoryEntity.objects.filter(memory_id__in=pks).delete()[0]
+    _move_counts(old, -1)
+    wanted = {key: (name, kind) for items in found.values() for key, name, kind in items}
+    known = Entity.objects.filter(bank=bank, entity_id__in=list(wanted))
+    existing = known.count()
+    Entity.objects.bulk_create(
+        [Entity(bank=bank, entity_id=key, name=name, entity_type=kind) for key, (name, kind) in wanted.items()],
+        ignore_conflicts=True)
+    by_key = dict(known.values_list("entity_id", "pk"))
+    report.entities_created += len(by_key) - existing
+    pairs = sorted({(memory_pk, by_key[key]) for memory_pk, items in found.items() for key, _, _ in items
+                    if key in by_key})
+    if not pairs:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO banks_memoryentity (memory_id, entity_id) SELECT * FROM unnest(%s::bigint[], %s::bigint[]) "
+            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
+            [[p[0] for p in pairs], [p[1] for p in pairs]])
+        added = Counter(row[0] for row in cursor.fetchall())
+    report.mentions_added += sum(added.values())
+    _move_counts(added, +1)
+
+
+def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BATCH,
+                       checkpoint: Callable[[ReextractReport], None] | None = None,
+                       progress: Callable[[ReextractReport, int], None] | None = None) -> ReextractReport:
+    """Re-extract every unforgotten memory with a key above ``after_pk``; ``progress(report, total)``
+    runs after each committed batch (it may raise to stop: what is committed stays)."""
+    llm = get_llm()
+    rows = Memory.objects.filter(bank=bank, forgotten_at__isnull=True)
+    total = rows.count()
+    report = ReextractReport(after_pk=after_pk, memories=rows.filter(pk__lte=after_pk).count())
+    while True:
+        memories = list(rows.filter(pk__gt=report.after_pk).order_by("pk").values_list("pk", "text")[:batch])
+        if not memories:
+            break
+        found: dict[int, list[tuple[str, str, str]]] = {}
+        for pk, text in memories:
+            found[pk] = [(e.name.strip().lower()[:255], e.name.strip()[:500], (e.entity_type or "OTHER")[:64])
+                         for e in llm.extract_entities(text) if e.name.strip()]
+        with transaction.atomic():
+            _replace_mentions(bank, found, report)
+            report.memories += len(memories)
+            report.after_pk = memories[-1][0]
+            if checkpoint is not None:
+                checkpoint(report)
+        if progress is not None:
+            progress(report, total)
+    return report
+
+
+__all__ = ["DEFAULT_BATCH", "ReextractReport", "entities_reextract"]

@@ -1,0 +1,122 @@
+"""Re-extracting a bank's entities: the service in batches, resumable from its checkpoint; the same job from
+the API on a real worker, from the transfer page (with a confirmation) and from the command."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from banks.models import Entity, Job, Memory, MemoryEntity
+from banks.services.entities import attach_entities
+from banks.services.entity_reextract import entities_reextract
+from portability.formats.ama import parse_line
+from portability.services import archive_import
+from tests.worker import wait_for
+
+B = {"bank_id": "user-alice"}
+TEXTS = [f"Report {i}: Alice Smith met Bob Jones in Lisbon about the Orion Project." for i in range(30)]
+
+
+def _bank_without_entities(bank) -> list[Memory]:
+    """Memories imported without extraction, one of them with a stale mention to be replaced."""
+    records = [parse_line(f'{{"id": "m{i}", "text": "{text}"}}', i + 2, 10**6) for i, text in enumerate(TEXTS)]
+    archive_import(bank=bank, records=lambda: iter(records), actor="test", extract_entities=False)
+    memories = list(Memory.objects.filter(bank=bank).order_by("pk"))
+    attach_entities(memories[0], [{"name": "Stale Name"}])
+    return memories
+
+
+def _mentions(bank) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for memory_id, name in MemoryEntity.objects.filter(memory__bank=bank).values_list("memory__memory_id",
+                                                                                     "entity__name"):
+        found.setdefault(memory_id, set()).add(name)
+    return found
+
+
+@pytest.mark.django_db
+def test_service_replaces_mentions_in_batches_and_keeps_counts_true(bank):
+    _bank_without_entities(bank)
+    checkpoints: list[int] = []
+    report = entities_reextract(bank=bank, batch=7, checkpoint=lambda r: checkpoints.append(r.after_pk))
+    assert report.memories == 30 and len(checkpoints) == 5 and checkpoints == sorted(checkpoints)
+    mentions = _mentions(bank)
+    assert len(mentions) == 30 and all({"Alice Smith", "Bob Jones"} <= names for names in mentions.values())
+    assert "Stale Name" not in mentions["m0"] and report.mentions_removed == 1
+    for entity in Entity.objects.filter(bank=bank):
+        assert entity.mention_count == MemoryEntity.objects.filter(entity=entity).count(), entity.name
+    assert Entity.objects.get(bank=bank, entity_id="stale name").mention_count == 0
+
+
+@pytest.mark.django_db
+def test_service_resumes_after_its_checkpoint(bank):
+    memories = _bank_without_entities(bank)
+    middle = memories[14].pk
+    report = entities_reextract(bank=bank, after_pk=middle, batch=5)
+    assert report.memories == 30  # the first fifteen count as done already
+    mentions = _mentions(bank)
+    assert set(mentions) == {"m0"} | {f"m{i}" for i in range(15, 30)} and mentions["m0"] == {"Stale Name"}
+
+
+@pytest.mark.django_db
+def test_api_refuses_a_second_run_and_bad_batches(bank, make_token):
+    from tests.conftest import ApiClient
+
+    client = ApiClient(make_token())
+    first = client.post("/v1/banks/user-alice/reextract-entities", {"batch": 50})
+    assert first.status_code == 202 and first.json()["kind"] == "reextract_entities"
+    again = client.post("/v1/banks/user-alice/reextract-entities", {})
+    assert again.status_code == 409 and f"job {first.json()['job_id']}" in again.json()["detail"]
+    assert client.post("/v1/banks/user-alice/reextract-entities", {"batch": 0}).status_code in (400, 422)
+    assert client.post("/v1/banks/nobody-here/reextract-entities", {}).status_code in (403, 404)
+
+
+@pytest.mark.django_db
+def test_transfer_page_needs_the_confirmation(bank, django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    page = client.get("/banks/user-alice/transfer/").content.decode()
+    assert "Re-extract entities" in page and "data-confirm=" in page
+    refused = client.post("/banks/user-alice/transfer/start", {"kind": "reextract_entities"}, follow=True)
+    assert "Confirm the re-extraction first." in refused.content.decode() and not Job.objects.exists()
+    started = client.post("/banks/user-alice/transfer/start", {"kind": "reextract_entities", "confirm": "yes"})
+    job = Job.objects.get(kind="reextract_entities")
+    assert started.status_code == 302 and started["Location"].endswith(f"/jobs/{job.pk}/")
+
+
+@pytest.mark.django_db
+def test_command_queues_the_same_job(bank, capsys):
+    call_command("reextract_entities", "--bank", "user-alice", "--batch", "25")
+    job = Job.objects.get(kind="reextract_entities")
+    assert job.params == {"batch": 25} and f"queued re-extraction job {job.pk}" in capsys.readouterr().out
+
+
+@pytest.mark.worker
+def test_runs_on_the_worker_with_progress_then_resumes(celery_worker, make_bank, make_token, django_user_model):
+    from tests.conftest import ApiClient
+
+    bank = make_bank("user-alice")
+    memories = _bank_without_entities(bank)
+    client = ApiClient(make_token())
+    started = client.post("/v1/banks/user-alice/reextract-entities", {"batch": 4})
+    assert started.status_code == 202
+    done = wait_for(lambda: Job.objects.filter(pk=started.json()["job_id"], state__in=Job.FINISHED).first())
+    assert done.state == "succeeded", done.message
+    assert (done.progress_done, done.progress_total, done.counts["memories"]) == (30, 30, 30)
+    assert done.heartbeat_at is not None and done.result["after_pk"] == memories[-1].pk
+    assert all({"Alice Smith", "Bob Jones"} <= names for names in _mentions(bank).values())
+    # A run that died after committing half: the operator resumes it from the job page.
+    MemoryEntity.objects.filter(memory__bank=bank).delete()
+    dead = Job.objects.create(kind="reextract_entities", bank=bank, created_by="test", state="failed",
+                              params={"batch": 4}, result={"after_pk": memories[19].pk, "resumable": True})
+    operator = Client()
+    operator.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    assert "Resume after the last committed batch" in operator.get(
+        f"/banks/user-alice/jobs/{dead.pk}/").content.decode()
+    resumed = operator.post(f"/banks/user-alice/jobs/{dead.pk}/resume")
+    follow = Job.objects.exclude(pk__in=[done.pk, dead.pk]).get()
+    assert resumed["Location"].endswith(f"/jobs/{follow.pk}/") and follow.params["after_pk"] == memories[19].pk
+    finished = wait_for(lambda: Job.objects.filter(pk=follow.pk, state__in=Job.FINISHED).first())
+    assert finished.state == "succeeded", finished.message
+    assert set(_mentions(bank)) == {f"m{i}" for i in range(20, 30)}
