@@ -57,6 +57,10 @@ def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
             "experience" if kind == "episodic" or category == "episodic" else "world")
         keep = {k: v for k, v in item.items() if k not in {"memory_id", "content", "tags", "created_at",
                                                             "entity_name", "metadata"}}
+        if "links" in ours:
+            # Our own writer's node: the memory as it was, not amplihack's view of it.
+            return _ours(item, ours, fact, links.get(str(item["memory_id"]), []), position)
+        # An amplihack node, or one from our earlier writer (which wrapped fewer fields).
         own: dict[str, Any] = ours["metadata"] if isinstance(ours.get("metadata"), dict) else {}
         return MemoryRecord(
             text=item["content"], memory_id=str(item["memory_id"]), fact_type=str(fact),
@@ -81,14 +85,67 @@ def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
     return header, records()
 
 
+def _ours(item: dict[str, Any], ours: dict[str, Any], fact: Any, edges: list[LinkRecord],
+          position: str) -> MemoryRecord:
+    def text(key: str) -> str | None:
+        return ours[key] if isinstance(ours.get(key), str) else None
+
+    entities = ours.get("entities")
+    kept_links = ours.get("links")
+    return MemoryRecord(
+        text=item["content"], memory_id=str(item["memory_id"]), fact_type=str(fact),
+        tags=[str(t) for t in item.get("tags") or []],
+        metadata=dict(ours["metadata"]) if isinstance(ours.get("metadata"), dict) else {},
+        created_at=parse_time(ours.get("created_at")) or parse_time(item.get("created_at")),
+        occurred_at=parse_time(ours.get("occurred_at")), memory_layer=text("memory_layer"), source=text("source"),
+        entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
+                               aliases=[str(a) for a in e.get("aliases") or []])
+                  for e in entities if isinstance(e, dict) and e.get("name")] if isinstance(entities, list) else (
+            [EntityRecord(name=item["entity_name"], entity_type="unknown")] if item.get("entity_name") else []),
+        links=[LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
+                          confidence=float(link.get("confidence", 1.0)),
+                          metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
+               for link in kept_links if isinstance(link, dict) and link.get("target_id")]
+        if isinstance(kept_links, list) else edges,
+        position=position,
+    )
+
+
+# amplihack requires every field of an edge; these are the defaults when a link has no value for one.
+EDGE_FIELDS: dict[str, dict[str, Any]] = {
+    "similar_to": {"weight": 1.0, "metadata": {}},
+    "derives_from": {"extraction_method": "memoryhub", "confidence": 1.0},
+    "supersedes": {"reason": "", "temporal_delta": ""},
+    "transitioned_to": {"from_value": "", "to_value": "", "turn": 0, "transition_type": ""},
+}
+
+
+def _edge(record: MemoryRecord, link: LinkRecord) -> dict[str, Any]:
+    fields = dict(EDGE_FIELDS[link.link_type])
+    for name in ("weight", "confidence"):
+        if name in fields:
+            fields[name] = link.confidence
+    for name, default in fields.items():
+        value = link.metadata.get(name)
+        if value is not None and type(value) is type(default):
+            fields[name] = value
+    return {"source_id": record.memory_id, "target_id": link.target_id, **fields}
+
+
 def write_amplihack(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
     semantic, episodic = [], []
     edges: dict[str, list[dict[str, Any]]] = {k: [] for k in EDGE_KINDS}
     for record in records:
         source = (record.metadata or {}).get("amplihack") or {}
+        # Everything amplihack has no field for travels whole, so our reader restores the memory exactly.
         wrapped = {"fact_type": record.fact_type, "source": record.source, "memory_layer": record.memory_layer,
                    "occurred_at": record.occurred_at.isoformat() if record.occurred_at else None,
-                   "metadata": {k: v for k, v in (record.metadata or {}).items() if k != "amplihack"}}
+                   "created_at": record.created_at.isoformat() if record.created_at else None,
+                   "metadata": record.metadata or {},
+                   "entities": [{"name": e.name, "entity_type": e.entity_type, "aliases": list(e.aliases)}
+                                for e in record.entities],
+                   "links": [{"target_id": link.target_id, "link_type": link.link_type,
+                              "confidence": link.confidence, "metadata": link.metadata} for link in record.links]}
         created = (record.created_at.replace(tzinfo=None).isoformat() if record.created_at else "")
         if source.get("node_kind") == "episodic":
             episodic.append({"memory_id": record.memory_id, "content": record.text,
@@ -107,8 +164,7 @@ def write_amplihack(path: Path, header: ArchiveHeader, records: Iterable[MemoryR
                              "entity_name": record.entities[0].name if record.entities else ""})
         for link in record.links:
             if link.link_type in edges:
-                edges[link.link_type].append({"source_id": record.memory_id, "target_id": link.target_id,
-                                              **link.metadata})
+                edges[link.link_type].append(_edge(record, link))
     data = {"agent_name": str(header.extra.get("agent_name") or header.bank_id or "memoryhub"),
             "exported_at": str(int(time.time())), "format_version": "1.1", "semantic_nodes": semantic,
             "episodic_nodes": episodic, **{f"{k}_edges": v for k, v in edges.items()},

@@ -1,5 +1,6 @@
 """CSV: a header row with a required ``content`` column. Tags as a JSON array, a pipe list or a comma
-list; ``created_at`` as ISO or epoch; other columns are kept in metadata, not dropped."""
+list; ``created_at`` as ISO or epoch; other columns are kept in metadata, not dropped. Our writer adds
+``occurred_at``, ``memory_layer`` and JSON ``entities`` / ``links`` columns, so a bank comes back whole."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from portability.formats.common import iso, parse_time
-from portability.records import ArchiveHeader, MemoryRecord, RecordError
+from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
-KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type"}
+KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type",
+         "occurred_at", "memory_layer", "entities", "links"}
+COLUMNS = ["id", "content", "fact_type", "tags", "created_at", "occurred_at", "source", "memory_layer", "metadata",
+           "entities", "links"]
 TYPE_TO_FACT = {"episodic": "experience"}
 
 
@@ -29,6 +33,34 @@ def _tags(raw: str) -> list[str]:
             pass
     parts = raw.split("|") if "|" in raw else raw.split(",")
     return [p.strip() for p in parts if p.strip()]
+
+
+def _json_list(raw: str, column: str) -> list[dict[str, Any]]:
+    raw = (raw or "").strip()
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{column} is not valid JSON: {exc.msg}") from None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ValueError(f"{column} must be a JSON list of objects")
+    return value
+
+
+def _graph(cells: dict[str, str]) -> tuple[list[EntityRecord], list[LinkRecord]]:
+    entities = [EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
+                             aliases=[str(a) for a in e.get("aliases") or []])
+                for e in _json_list(cells.get("entities", ""), "entities") if str(e.get("name") or "").strip()]
+    links = []
+    for link in _json_list(cells.get("links", ""), "links"):
+        if not isinstance(link.get("target_id"), str) or not isinstance(link.get("link_type"), str):
+            raise ValueError("links need a string target_id and link_type")
+        confidence = link.get("confidence", 1.0)
+        links.append(LinkRecord(target_id=link["target_id"], link_type=link["link_type"],
+                                confidence=float(confidence) if isinstance(confidence, int | float) else 1.0,
+                                metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {}))
+    return entities, links
 
 
 def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
@@ -73,11 +105,22 @@ def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord
                 created = parse_time(raw_time.strip()) if raw_time.strip() else None
                 if raw_time.strip() and created is None:
                     metadata["_import_unparsed_created_at"] = raw_time
+                raw_occurred = (cells.get("occurred_at") or "").strip()
+                occurred = parse_time(raw_occurred) if raw_occurred else None
+                if raw_occurred and occurred is None:
+                    metadata["_import_unparsed_occurred_at"] = raw_occurred
+                try:
+                    entities, links = _graph(cells)
+                except ValueError as exc:
+                    yield RecordError(line, str(exc))
+                    continue
                 yield MemoryRecord(
                     text=content, memory_id=(cells.get("id") or "").strip() or None,
                     fact_type=(cells.get("fact_type") or "").strip() or TYPE_TO_FACT.get(kind, "world" if kind else None),
-                    tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created,
-                    source=(cells.get("source") or "").strip() or None, position=line,
+                    tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created, occurred_at=occurred,
+                    source=(cells.get("source") or "").strip() or None,
+                    memory_layer=(cells.get("memory_layer") or "").strip() or None, entities=entities, links=links,
+                    position=line,
                 )
 
     return ArchiveHeader(format="csv"), records()
@@ -89,10 +132,20 @@ def write_csv(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]
     count = 0
     with atomic_write(path) as fp:
         writer = csv.writer(fp)
-        writer.writerow(["id", "content", "fact_type", "tags", "created_at", "source", "metadata"])
+        writer.writerow(COLUMNS)
         for record in records:
-            writer.writerow([record.memory_id, record.text, record.fact_type or "", json.dumps(record.tags,
-                             ensure_ascii=False), iso(record.created_at) or "", record.source or "",
-                             json.dumps(record.metadata, ensure_ascii=False, default=str) if record.metadata else ""])
+            entities = [{"name": e.name, "entity_type": e.entity_type, "aliases": list(e.aliases)}
+                        for e in record.entities]
+            links = [{"target_id": link.target_id, "link_type": link.link_type, "confidence": link.confidence,
+                      **({"metadata": link.metadata} if link.metadata else {})} for link in record.links]
+            writer.writerow([record.memory_id, record.text, record.fact_type or "",
+                             json.dumps(record.tags, ensure_ascii=False), iso(record.created_at) or "",
+                             iso(record.occurred_at) or "", record.source or "", record.memory_layer or "",
+                             _dumps(record.metadata) if record.metadata else "", _dumps(entities) if entities else "",
+                             _dumps(links) if links else ""])
             count += 1
     return count
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

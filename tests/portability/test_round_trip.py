@@ -1,0 +1,111 @@
+"""Every writer, round trip: a bank with varied memories goes out in a format and back into a new bank,
+and every field the format claims to hold must come back equal. A field a format cannot hold is named
+here, so a writer that starts losing one fails instead of passing quietly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from banks.models import Entity, EntityLink, Memory, MemoryLink
+from portability.formats.registry import open_archive
+from portability.records import EntityRecord, LinkRecord, MemoryRecord
+from portability.services import archive_import
+from portability.services.bank_archive import bank_archive_export, bank_archive_import
+from portability.services.exporter import archive_export_as
+
+ALL = frozenset({"text", "fact_type", "tags", "metadata", "occurred_at", "created_at", "source", "memory_layer",
+                 "entities", "links"})
+# What each format holds; anything else it may lose (and the test says so by leaving it out).
+CLAIMS: dict[str, frozenset[str]] = {
+    "ama": ALL,
+    "mhba": ALL | {"retained_at", "entity_links"},
+    "csv": ALL,
+    "markdown": ALL,
+    "obsidian": ALL,  # the Markdown export opened as an Obsidian vault
+    "amplihack": ALL,
+}
+
+
+def _t(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _records() -> list[MemoryRecord]:
+    return [
+        MemoryRecord(
+            memory_id="m-world", text="Release freeze starts 2026-04-20 for the Orion team, café included.",
+            fact_type="world", tags=["release", "ops/freeze", "ünïcode"],
+            metadata={"priority": 2, "ratio": 0.25, "flag": True, "nothing": None, "nested": {"list": [1, "two"]},
+                      "when": "2026-01-02", "emoji": "🚀"},
+            occurred_at=_t("2026-04-01T09:00:00.123456+02:00"), created_at=_t("2026-03-30T08:15:00.000001+00:00"),
+            source="slack:#ops", memory_layer="semantic",
+            entities=[EntityRecord("Orion", "PROJECT", ["orion-team"]), EntityRecord("Łukasz Nowak", "PERSON")],
+            links=[LinkRecord("m-exp", "supersedes", 0.75, {"reason": "newer plan"}),
+                   LinkRecord("m-obs", "similar_to", 0.5)]),
+        MemoryRecord(
+            memory_id="m-exp", text="Rolled back deploy 512 after a 5xx spike.", fact_type="experience",
+            tags=[], metadata={}, occurred_at=_t("2026-04-02T22:14:00+00:00"),
+            created_at=_t("2026-04-02T22:20:00+00:00"), source="pagerduty", memory_layer=None,
+            entities=[EntityRecord("deploy 512", "EVENT")], links=[LinkRecord("m-world", "derives_from", 1.0)]),
+        MemoryRecord(
+            memory_id="m-obs", text="Deploys on Fridays fail more often (3 of the last 4).", fact_type="observation",
+            tags=["pattern"], metadata={"amplihack": {"note": "a key another format also uses"}},
+            occurred_at=None, created_at=_t("2025-12-25T00:00:00+00:00"), source=None, memory_layer="observation",
+            entities=[], links=[LinkRecord("m-exp", "mentions", 0.9, {"why": ["x", 1]})]),
+        MemoryRecord(
+            memory_id="m-plain", text="A memory with nothing but text.", fact_type="world", created_at=_t(
+                "2026-01-01T00:00:00+00:00")),
+    ]
+
+
+def _snapshot(bank) -> dict[str, dict]:
+    out = {}
+    for memory in Memory.objects.filter(bank=bank).prefetch_related("entities", "links_out__target"):
+        out[memory.memory_id] = {
+            "text": memory.text, "fact_type": memory.fact_type, "tags": list(memory.tags),
+            "metadata": memory.metadata, "occurred_at": memory.occurred_at, "created_at": memory.created_at,
+            "retained_at": memory.retained_at, "source": memory.source, "memory_layer": memory.memory_layer,
+            "entities": sorted((e.name, e.entity_type, tuple(e.aliases)) for e in memory.entities.all()),
+            "links": sorted((link.target.memory_id, link.link_type, link.confidence, tuple(sorted(
+                (link.metadata or {}).items(), key=str))) for link in memory.links_out.all()),
+        }
+    return out
+
+
+def _entity_links(bank) -> set[tuple[str, str, str]]:
+    return {(link.entity_a.name, link.link_type, link.entity_b.name)
+            for link in EntityLink.objects.filter(bank=bank).select_related("entity_a", "entity_b")}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", sorted(CLAIMS))
+def test_every_writer_round_trips_what_it_claims(fmt, make_bank, tmp_path):
+    source = make_bank("round-source")
+    report = archive_import(bank=source, records=lambda: iter(_records()), actor="test", extract_entities=False)
+    assert report.imported == 4 and report.links == 4, report.errors
+    orion, lukasz = (Entity.objects.get(bank=source, entity_id=key) for key in ("orion", "łukasz nowak"))
+    EntityLink.objects.create(bank=source, entity_a=orion, entity_b=lukasz, link_type="LED_BY", confidence=0.6)
+    target = make_bank("round-target")
+    if fmt == "mhba":
+        bank_archive_export(bank=source, dest=tmp_path / "bank.mhba.jsonl.gz", actor="test")
+        bank_archive_import(bank=target, path=tmp_path / "bank.mhba.jsonl.gz", actor="test", max_bytes=10**9)
+    else:
+        writer = "markdown" if fmt == "obsidian" else fmt
+        dest = tmp_path / {"ama": "out.ama.jsonl", "csv": "out.csv", "markdown": "out", "amplihack": "out.json"}[
+            writer]
+        archive_export_as(bank=source, dest=dest, fmt=writer, actor="test")
+        detected, _, records = open_archive(dest, fmt if fmt == "obsidian" else None)
+        assert detected == fmt
+        back = archive_import(bank=target, records=records, actor="test", extract_entities=False)
+        assert (back.imported, back.invalid, back.unresolved_links) == (4, 0, 0), back.errors
+    before, after = _snapshot(source), _snapshot(target)
+    assert set(after) == set(before)
+    fields = CLAIMS[fmt] - {"entity_links"}
+    lost = {(memory_id, name): (before[memory_id][name], after[memory_id][name])
+            for memory_id in before for name in fields if before[memory_id][name] != after[memory_id][name]}
+    assert not lost, f"{fmt} lost fields it claims to hold: {lost}"
+    if "entity_links" in CLAIMS[fmt]:
+        assert _entity_links(target) == _entity_links(source) == {("Orion", "LED_BY", "Łukasz Nowak")}
+    assert MemoryLink.objects.filter(bank=target).count() == 4
