@@ -43,7 +43,7 @@ def build(n: int, bank_id: str) -> None:
 
     from banks.models import Bank
     from banks.services.banks import bank_delete
-    from banks.services.holds import hold_set
+    from banks.services.holds import hold_release, hold_set
     from banks.services.mental_models import mental_model_create, mental_model_refresh
     from banks.services.observations import observation_create
     from portability.formats.registry import open_archive
@@ -51,6 +51,9 @@ def build(n: int, bank_id: str) -> None:
 
     call_command("migrate", verbosity=0)
     for old in Bank.objects.filter(bank_id__in=[bank_id, f"{bank_id}-restored"]):
+        # A previous run left its legal hold on both banks (the restore copies it): release it to start over.
+        for hold_id in old.legal_holds.filter(released_at__isnull=True).values_list("hold_id", flat=True):
+            hold_release(bank=old, hold_id=hold_id, actor="bench", reason="bench rerun")
         bank_delete(bank=old, actor="bench", confirm=old.bank_id)
     bank = Bank.objects.create(bank_id=bank_id)
     with tempfile.TemporaryDirectory(prefix="memoryhub-bench-") as scratch:

@@ -202,7 +202,9 @@ class _Loader:
             return
         model, refs = KINDS[kind]
         fields = _columns(model)
-        objects, times = [], []
+        stamped = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+        now = timezone.now()
+        objects = []
         for row in rows:
             values = {f.attname: _value(f, row.get(f.attname)) for f in fields if f.attname in row}
             for attname, (target, _) in refs.items():
@@ -212,26 +214,29 @@ class _Loader:
                     values[attname] = self.key(target, values.get(attname))
             if any(f.attname == "bank_id" for f in model._meta.concrete_fields):
                 values["bank_id"] = self.bank.pk
+            for f in stamped:
+                # The archive's own time when it has one; a row from an older archive gets now.
+                values[f.attname] = values.get(f.attname) or now
             objects.append(model(**values))
-            times.append({f.attname: values.get(f.attname) for f in fields
-                          if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)})
-        created = model._default_manager.bulk_create(objects)
-        self._restore_auto_times(model, created, times)
-        self.counts[kind] = self.counts.get(kind, 0) + len(created)
+        _insert_raw(model, objects)
+        self.counts[kind] = self.counts.get(kind, 0) + len(objects)
         self.keys.pop(model, None)
 
-    @staticmethod
-    def _restore_auto_times(model: type[models.Model], created: list[models.Model],
-                            times: list[dict[str, Any]]) -> None:
-        """Django stamps auto_now fields on insert; put the archive's times back in one statement per batch."""
-        names = [name for name in (times[0] if times else {}) if any(t.get(name) for t in times)]
-        if not names:
-            return
-        table = model._meta.db_table
-        assignments = ", ".join(f'"{name}" = %s' for name in names)
-        with connection.cursor() as cursor:
-            cursor.executemany(f'UPDATE "{table}" SET {assignments} WHERE id = %s',  # noqa: S608  (names from the model)
-                               [[t.get(n) for n in names] + [obj.pk] for obj, t in zip(created, times, strict=True)])
+
+def _insert_raw(model: type[models.Model], objects: list[models.Model]) -> None:
+    """One multi-row INSERT per slice, written as they are ("raw", as fixtures load): Django's auto_now would
+    stamp every row with the restore's time, and writing the archive's times back with an UPDATE afterwards
+    would rewrite every row, and every index entry (the vector index's too), a second time."""
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key and not isinstance(f, models.GeneratedField)]
+    # PostgreSQL takes at most 65535 parameters a statement.
+    step = max(1, min(len(objects), 60000 // max(1, len(fields))))
+    manager = model._default_manager
+    for i in range(0, len(objects), step):
+        chunk = objects[i:i + step]
+        rows = manager._insert(chunk, fields=fields, returning_fields=[model._meta.pk], raw=True,  # type: ignore[attr-defined]
+                               using=manager.db)
+        for obj, row in zip(chunk, rows, strict=True):
+            obj.pk = row[0]
 
 
 def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -> dict[str, int]:
@@ -272,9 +277,13 @@ def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -
         for kind in order:
             loader.flush(kind)
         if merged:
-            keys = dict(Memory.objects.filter(bank=bank).values_list("memory_id", "pk"))
-            for memory_id, into in merged:
-                Memory.objects.filter(bank=bank, memory_id=memory_id).update(merged_into_id=keys.get(into))
+            # One statement for every merge of the bank, not one per merged memory.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE banks_memory AS t SET merged_into_id = m.id FROM unnest(%s::varchar[], %s::varchar[]) "
+                    "AS v(memory_id, into_id) JOIN banks_memory AS m ON m.bank_id = %s AND m.memory_id = v.into_id "
+                    "WHERE t.bank_id = %s AND t.memory_id = v.memory_id",
+                    [[m for m, _ in merged], [i for _, i in merged], bank.pk, bank.pk])
         audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba",
                                                                             "counts": loader.counts})
     return loader.counts
