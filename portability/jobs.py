@@ -3,9 +3,12 @@ on the Job row. Imports and re-extractions can be resumed after their last commi
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from banks.models import Bank, Job, JobState, Memory
 from banks.providers import bank_embedder
@@ -122,6 +125,18 @@ def _reembed(job: Job) -> None:
     job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
 
 
+def _heartbeat(job: Job, every: float = 10.0) -> Callable[[], None]:
+    """A heartbeat for work between progress reports, written at most every ``every`` seconds."""
+    last = [time.monotonic()]
+
+    def beat() -> None:
+        if time.monotonic() - last[0] >= every:
+            last[0] = time.monotonic()
+            Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
+
+    return beat
+
+
 def _reextract(job: Job) -> None:
     def checkpoint(report: ReextractReport) -> None:
         # Inside the batch's transaction: the resume point never runs ahead of what is committed.
@@ -131,7 +146,8 @@ def _reextract(job: Job) -> None:
     report = entities_reextract(
         bank=_bank(job), after_pk=int(job.params.get("after_pk", 0)),
         batch=int(job.params.get("batch", DEFAULT_BATCH)), checkpoint=checkpoint,
-        progress=lambda r, total: job_progress(job=job, done=r.memories, total=total, counts=r.counts()))
+        progress=lambda r, total: job_progress(job=job, done=r.memories, total=total, counts=r.counts()),
+        alive=_heartbeat(job))
     audit_record(actor=job.created_by, action="bank.entities.reextract", bank=job.bank,
                  details={"job": job.pk, **report.counts()})
     job_finish(job=job, counts=report.counts(), result={**report.counts(), "after_pk": report.after_pk})

@@ -76,9 +76,12 @@ def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], 
 
 def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BATCH,
                        checkpoint: Callable[[ReextractReport], None] | None = None,
-                       progress: Callable[[ReextractReport, int], None] | None = None) -> ReextractReport:
+                       progress: Callable[[ReextractReport, int], None] | None = None,
+                       alive: Callable[[], None] | None = None) -> ReextractReport:
     """Re-extract every unforgotten memory with a key above ``after_pk``; ``progress(report, total)``
-    runs after each committed batch (it may raise to stop: what is committed stays)."""
+    runs after each committed batch (it may raise to stop: what is committed stays). ``alive()`` runs
+    after each provider answer: a remote provider may take minutes over one batch, and a job whose
+    heartbeat stops that long would be taken for dead."""
     llm = get_llm()
     rows = Memory.objects.filter(bank=bank, forgotten_at__isnull=True)
     total = rows.count()
@@ -91,6 +94,8 @@ def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BA
         for pk, text in memories:
             found[pk] = [(e.name.strip().lower()[:255], e.name.strip()[:500], (e.entity_type or "OTHER")[:64])
                          for e in llm.extract_entities(text) if e.name.strip()]
+            if alive is not None:
+                alive()
         with transaction.atomic():
             _replace_mentions(bank, found, report)
             report.memories += len(memories)

@@ -39,8 +39,11 @@ def _mentions(bank) -> dict[str, set[str]]:
 def test_service_replaces_mentions_in_batches_and_keeps_counts_true(bank):
     _bank_without_entities(bank)
     checkpoints: list[int] = []
-    report = entities_reextract(bank=bank, batch=7, checkpoint=lambda r: checkpoints.append(r.after_pk))
+    beats: list[int] = []
+    report = entities_reextract(bank=bank, batch=7, checkpoint=lambda r: checkpoints.append(r.after_pk),
+                                alive=lambda: beats.append(1))
     assert report.memories == 30 and len(checkpoints) == 5 and checkpoints == sorted(checkpoints)
+    assert len(beats) == 30  # a sign of life after every provider answer, not only between batches
     mentions = _mentions(bank)
     assert len(mentions) == 30 and all({"Alice Smith", "Bob Jones"} <= names for names in mentions.values())
     assert "Stale Name" not in mentions["m0"] and report.mentions_removed == 1
