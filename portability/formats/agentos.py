@@ -16,9 +16,10 @@ from typing import Any
 
 from portability.formats.agentos_graph import Graph, read_graph
 from portability.formats.common import bounded_lines, parse_time
-from portability.records import ArchiveHeader, EntityRecord, MemoryRecord, RecordError
+from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 FACT_TYPES = {"episodic": "experience"}  # semantic, procedural, prospective, relational → world
+OURS = "memoryhub"  # what our writer keeps under a trace's metadata (see agentos_writer)
 
 
 def _json_field(value: Any, default: Any) -> Any:
@@ -58,6 +59,8 @@ def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordErr
     except (ValueError, struct.error):
         return RecordError(position, "embedding is not base64 Float32 data")
     created = parse_time(row.get("created_at", row.get("createdAt")))
+    if isinstance(metadata.get(OURS), dict):
+        return _ours(row, content, tags, metadata[OURS], embedding, position)
     return MemoryRecord(
         text=content.strip(), memory_id=str(row["id"]) if row.get("id") else None,
         fact_type=FACT_TYPES.get(kind, "world"), tags=[str(t).strip() for t in tags if str(t).strip()],
@@ -66,6 +69,30 @@ def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordErr
         created_at=created, occurred_at=created if kind == "episodic" else None,
         source=f"agentos:{source}" if isinstance(source, str) and source else None, memory_layer=kind,
         entities=entities, embedding=embedding, embedding_model="agentos" if embedding else None,
+        forgotten=row.get("deleted") in (1, True, "1"), position=position,
+    )
+
+
+def _ours(row: dict[str, Any], content: str, tags: list[Any], ours: dict[str, Any], embedding: list[float] | None,
+          position: Any) -> MemoryRecord:
+    """A trace our own writer wrote: the memory exactly as it was exported."""
+    def text(key: str) -> str | None:
+        return ours[key] if isinstance(ours.get(key), str) else None
+
+    return MemoryRecord(
+        text=content, memory_id=str(row["id"]) if row.get("id") else None,
+        fact_type=text("fact_type") or FACT_TYPES.get(str(row.get("type")), "world"),
+        tags=[str(t) for t in tags], metadata=dict(ours["metadata"]) if isinstance(ours.get("metadata"), dict) else {},
+        created_at=parse_time(ours.get("created_at")) or parse_time(row.get("created_at")),
+        occurred_at=parse_time(ours.get("occurred_at")), source=text("source"), memory_layer=text("memory_layer"),
+        entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
+                               aliases=[str(a) for a in e.get("aliases") or []])
+                  for e in ours.get("entities") or [] if isinstance(e, dict) and e.get("name")],
+        links=[LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
+                          confidence=float(link.get("confidence", 1.0)),
+                          metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
+               for link in ours.get("links") or [] if isinstance(link, dict) and link.get("target_id")],
+        embedding=embedding, embedding_model="agentos" if embedding else None,
         forgotten=row.get("deleted") in (1, True, "1"), position=position,
     )
 
@@ -117,7 +144,9 @@ def read_agentos_json(path: Path, *, max_bytes: int = 500 * 1024 * 1024, **_: An
         for i, row in enumerate(data["traces"]):
             item = trace_record(row, f"traces[{i}]") if isinstance(row, dict) else RecordError(
                 f"traces[{i}]", "trace is not an object")
-            yield graph.attach(item) if isinstance(item, MemoryRecord) else item
+            # Our own traces already carry their entities and links exactly; the graph is for AgentOS.
+            ours = isinstance(item, MemoryRecord) and OURS in _json_field(row.get("metadata"), {})
+            yield graph.attach(item) if isinstance(item, MemoryRecord) and not ours else item
         yield from graph.problems
         yield from _exchanges(data.get("conversations") or [], data.get("messages") or [])
 

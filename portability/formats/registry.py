@@ -96,6 +96,8 @@ def detect_format(path: Path) -> str:
             first = None
         if isinstance(first, dict) and "_ama_version" in first:
             return "ama"
+        if isinstance(first, dict) and isinstance(first.get("traces"), list):
+            return "agentos_json"  # a whole AgentOS export written on one line
         if isinstance(first, dict):
             return "agentos_ndjson"
     if name.endswith(".csv"):

@@ -164,7 +164,7 @@ def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, 
     audit_record(actor=actor, action="bank.download", bank=bank, details={"memory_count": memories + observations})
 
 
-WRITERS = ("ama", "csv", "markdown", "amplihack")
+WRITERS = ("ama", "csv", "markdown", "amplihack", "agentos_json")
 
 
 @contextmanager
@@ -198,11 +198,13 @@ def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_e
     """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON)."""
     if fmt == "ama":
         return archive_export(bank=bank, dest=dest, actor=actor, include_embeddings=include_embeddings)
+    from portability.formats.agentos_writer import write_agentos_json
     from portability.formats.amplihack import write_amplihack
     from portability.formats.csv_format import write_csv
     from portability.formats.markdown import write_markdown
 
-    writers = {"csv": write_csv, "markdown": write_markdown, "amplihack": write_amplihack}
+    writers = {"csv": write_csv, "markdown": write_markdown, "amplihack": write_amplihack,
+               "agentos_json": write_agentos_json}
     if fmt not in writers:
         raise ValueError(f"cannot export as {fmt!r}; use one of: {', '.join(WRITERS)}")
     header = ArchiveHeader(format=fmt, bank_id=bank.bank_id, provider="memoryhub")

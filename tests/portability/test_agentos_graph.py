@@ -89,3 +89,32 @@ def test_sqlite_brain_graph(bank, tmp_path):
     assert set(Entity.objects.filter(bank=bank, memories__memory_id="mt_1").values_list("name", flat=True)) >= {
         "Ana"}
     assert EntityLink.objects.get(bank=bank).metadata["bidirectional"] is True
+
+
+@pytest.mark.django_db
+def test_agentos_export_is_agentos_shaped_and_its_graph_alone_restores_entities_and_links(make_bank, tmp_path):
+    from portability.services.exporter import archive_export_as
+
+    source = make_bank("agentos-out")
+    _, _, records = open_archive(FIXTURES / "agentos_traces.json")
+    archive_import(bank=source, records=records, actor="test")
+    archive_export_as(bank=source, dest=tmp_path / "brain.json", fmt="agentos_json", actor="test")
+    data = json.loads((tmp_path / "brain.json").read_text())
+    trace = next(t for t in data["traces"] if t["id"] == MARCUS_PRIYA)
+    assert isinstance(trace["tags"], str) and isinstance(trace["metadata"], str) and isinstance(
+        trace["created_at"], int) and trace["type"] == "relational" and trace["scope"] == "organization"
+    assert {n["label"]: n["type"] for n in data["nodes"] if n["type"] != "trace"}["Priya Raman"] == "person"
+    # What AgentOS itself reads (it knows nothing of our metadata block) still carries the graph.
+    for row in data["traces"]:
+        meta = json.loads(row["metadata"])
+        meta.pop("memoryhub")
+        row["metadata"] = json.dumps(meta)
+    (tmp_path / "plain.json").write_text(json.dumps(data))
+    copy = make_bank("agentos-in")
+    report = archive_import(bank=copy, records=open_archive(tmp_path / "plain.json")[2], actor="test",
+                            extract_entities=False)
+    assert report.imported == Memory.objects.filter(bank=source, forgotten_at__isnull=True).count()
+    before = {(m.memory_id, e.name.lower()) for m in Memory.objects.filter(bank=source, forgotten_at__isnull=True)
+              for e in m.entities.all()}
+    after = {(m.memory_id, e.name.lower()) for m in Memory.objects.filter(bank=copy) for e in m.entities.all()}
+    assert before == after and ("mt_8fcd6ea5-d071-4cbe-b5d4-91a0bc2d3e45", "priya raman") in after

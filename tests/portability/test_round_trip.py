@@ -25,6 +25,7 @@ CLAIMS: dict[str, frozenset[str]] = {
     "markdown": ALL,
     "obsidian": ALL,  # the Markdown export opened as an Obsidian vault
     "amplihack": ALL,
+    "agentos_json": ALL,
 }
 
 
@@ -93,7 +94,8 @@ def test_every_writer_round_trips_what_it_claims(fmt, make_bank, tmp_path):
         bank_archive_import(bank=target, path=tmp_path / "bank.mhba.jsonl.gz", actor="test", max_bytes=10**9)
     else:
         writer = "markdown" if fmt == "obsidian" else fmt
-        dest = tmp_path / {"ama": "out.ama.jsonl", "csv": "out.csv", "markdown": "out", "amplihack": "out.json"}[
+        dest = tmp_path / {"ama": "out.ama.jsonl", "csv": "out.csv", "markdown": "out", "amplihack": "out.json",
+                                 "agentos_json": "brain.json"}[
             writer]
         archive_export_as(bank=source, dest=dest, fmt=writer, actor="test")
         detected, _, records = open_archive(dest, fmt if fmt == "obsidian" else None)

@@ -24,7 +24,7 @@ class Command(BaseCommand):
                             help="the whole bank (.mhba.jsonl): memories as AMA lines plus models, directives, "
                                  "observations, links, holds and settings")
         parser.add_argument("--format", choices=WRITERS, default="ama",
-                            help="ama (default), csv, markdown (a directory) or amplihack")
+                            help="ama (default), csv, markdown (a directory), amplihack or agentos_json")
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = cli_bank(options["bank"])
