@@ -70,6 +70,10 @@ def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord
     if "content" not in columns:
         raise ValueError('CSV has no "content" column (the header row must name one)')
 
+    # A file our writer wrote (it has the entities and links columns) keeps each text exactly; others are
+    # trimmed, as AgentOS trims them.
+    exact = {"entities", "links"} <= set(columns)
+
     def records() -> Iterator[MemoryRecord | RecordError]:
         with path.open(newline="", encoding="utf-8-sig") as fp:
             reader = csv.reader(fp)
@@ -79,7 +83,8 @@ def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord
                 if not any(cell.strip() for cell in row):
                     continue
                 cells = {columns[i]: value for i, value in enumerate(row) if i < len(columns)}
-                content = (cells.get("content") or "").strip()
+                content = cells.get("content") or ""
+                content = content if exact and content.strip() else content.strip()
                 if not content:
                     yield RecordError(line, "empty content")
                     continue

@@ -89,6 +89,8 @@ def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
     kept = meta.get(OURS)
     if not isinstance(kept, dict):
         return
+    if isinstance(kept.get("text"), str) and kept["text"].strip() == record.text:
+        record.text = kept["text"]  # the body is trimmed when read; the exact text was kept
     record.metadata = dict(kept["metadata"]) if isinstance(kept.get("metadata"), dict) else {}
     for name in ("occurred_at", "created_at", "retained_at"):
         if kept.get(name):
@@ -238,7 +240,8 @@ def _front(record: MemoryRecord, kind: str, scope: str) -> dict[str, Any]:
                    **({"metadata": link.metadata} if link.metadata else {})} for link in record.links]}
     return {"id": record.memory_id, "type": kind, "scope": scope, "tags": list(record.tags),
             "createdAt": _epoch_ms(record.created_at), "fact_type": record.fact_type,
-            OURS: {k: v for k, v in ours.items() if v not in (None, [], {}) or k == "metadata"}}
+            OURS: {k: v for k, v in ours.items() if v not in (None, [], {}) or k == "metadata"}
+            | ({"text": record.text} if record.text != record.text.strip() else {})}
 
 
 def write_markdown(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:

@@ -56,8 +56,8 @@ def _records() -> list[MemoryRecord]:
             occurred_at=None, created_at=_t("2025-12-25T00:00:00+00:00"), source=None, memory_layer="observation",
             entities=[], links=[LinkRecord("m-exp", "mentions", 0.9, {"why": ["x", 1]})]),
         MemoryRecord(
-            memory_id="m-plain", text="A memory with nothing but text.", fact_type="world", created_at=_t(
-                "2026-01-01T00:00:00+00:00")),
+            memory_id="m-plain", text="  A memory with nothing but text,\nindented, on two lines. \n",
+            fact_type="world", created_at=_t("2026-01-01T00:00:00+00:00")),
     ]
 
 
