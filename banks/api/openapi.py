@@ -110,6 +110,11 @@ def _portability_operations() -> None:
         ("ImportApi", "post"): (portability.ImportRequest, None, "admin", "Import an archive file into a bank"),
         ("JobApi", "get"): (None, portability.JobQuery, "read", "A job's state, progress and counts"),
         ("JobCancelApi", "post"): (portability.JobQuery, None, "admin", "Ask a running job to stop"),
+        ("JobResumeApi", "post"): (portability.JobQuery, None, "admin",
+                                   "Continue a failed import or re-extraction after its last committed batch (202)"),
+        ("ReextractEntitiesApi", "post"): (portability.ReextractRequest, None, "admin",
+                                           "Re-extract every memory's entities with the bank's provider, "
+                                           "as a resumable job (202)"),
     })
 
 
