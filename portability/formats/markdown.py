@@ -85,7 +85,9 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
-    """Restore what our own writer kept under the ``memoryhub`` key."""
+    """Restore what our own writer kept under the ``memoryhub`` key. It is the memory as it was: tags from
+    the front-matter only and links from the block only (the body's #tags and wikilinks were already
+    counted when the memory first came in; read again they would add what it never had)."""
     kept = meta.get(OURS)
     if not isinstance(kept, dict):
         return
@@ -100,7 +102,8 @@ def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
     record.entities = [EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
                                     aliases=_strings(e.get("aliases")))
                        for e in kept.get("entities") or [] if isinstance(e, dict) and e.get("name")]
-    record.links += [LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
+    record.tags = [t.lstrip("#") for t in _strings(meta.get("tags"))]
+    record.links = [LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
                                 confidence=float(link.get("confidence", 1.0)),
                                 metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
                      for link in kept.get("links") or [] if isinstance(link, dict) and link.get("target_id")]

@@ -36,7 +36,8 @@ def _t(text: str) -> datetime:
 def _records() -> list[MemoryRecord]:
     return [
         MemoryRecord(
-            memory_id="m-world", text="Release freeze starts 2026-04-20 for the Orion team, café included.",
+            memory_id="m-world", text="Release freeze starts 2026-04-20 for the Orion team, café included. "
+                                      "See [[m-exp]] and #notatag-here.",
             fact_type="world", tags=["release", "ops/freeze", "ünïcode"],
             metadata={"priority": 2, "ratio": 0.25, "flag": True, "nothing": None, "nested": {"list": [1, "two"]},
                       "when": "2026-01-02", "emoji": "🚀"},
