@@ -123,3 +123,51 @@ def test_runs_on_the_worker_with_progress_then_resumes(celery_worker, make_bank,
     finished = wait_for(lambda: Job.objects.filter(pk=follow.pk, state__in=Job.FINISHED).first())
     assert finished.state == "succeeded", finished.message
     assert set(_mentions(bank)) == {f"m{i}" for i in range(20, 30)}
+
+
+@pytest.mark.worker
+def test_a_killed_reextraction_resumes_after_its_last_committed_batch(tmp_path, celery_worker, make_bank,
+                                                                      make_token):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memoryhub.celery import app
+    from portability.services.job_health import jobs_mark_dead
+    from tests.conftest import ApiClient
+    from tests.portability.test_api import app_broker
+    from tests.worker import start_worker
+
+    bank = make_bank("user-alice")
+    total = 3000
+    records = [parse_line(f'{{"id": "k{i}", "text": "Note {i}: Alice Smith and Bob Jones met in Lisbon."}}', i + 2,
+                          10**6) for i in range(total)]
+    archive_import(bank=bank, records=lambda: iter(records), actor="test", extract_entities=False,
+                   batch_size=1000)
+    client = ApiClient(make_token())
+    job_id = client.post("/v1/banks/user-alice/reextract-entities", {"batch": 10}).json()["job_id"]
+    wait_for(lambda: Job.objects.filter(pk=job_id, progress_done__gte=300).exists(), timeout=180, interval=0.02)
+    celery_worker.kill()
+    job = Job.objects.get(pk=job_id)
+    assert job.state == "running", "the job ended before it could be killed"
+    checkpoint = job.result["after_pk"]
+    done = set(MemoryEntity.objects.filter(memory__bank=bank).values_list("memory_id", flat=True))
+    # Exactly the batches that committed have their mentions, and the checkpoint names the last of them.
+    assert done == set(Memory.objects.filter(bank=bank, pk__lte=checkpoint).values_list("pk", flat=True))
+    Job.objects.filter(pk=job_id).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert jobs_mark_dead()["dead"] == 1
+    second = start_worker(tmp_path, app_broker())
+    app.conf.task_default_queue = second.queue
+    try:
+        resumed = client.post(f"/v1/jobs/{job_id}/resume", B)
+        assert resumed.status_code == 202
+        finished = wait_for(lambda: Job.objects.filter(pk=resumed.json()["job_id"], state__in=Job.FINISHED).first(),
+                            timeout=300)
+        assert finished.state == "succeeded", finished.message
+        assert finished.params["after_pk"] == checkpoint and finished.progress_done == total
+    finally:
+        second.process.terminate()
+        second.process.wait(timeout=30)
+    assert MemoryEntity.objects.filter(memory__bank=bank).values("memory_id").distinct().count() == total
+    for entity in Entity.objects.filter(bank=bank):
+        assert entity.mention_count == MemoryEntity.objects.filter(entity=entity).count(), entity.name
