@@ -185,9 +185,11 @@ def _vault_note(path: Path, root: Path) -> VaultNote | None:
         meta, body = _read(path)
     except (ValueError, UnicodeDecodeError):
         return None
+    if not body:
+        return None  # it will not become a memory, so a link to it cannot resolve: it is reported instead
     return VaultNote(path=position, memory_id=_memory_id(meta, position, True) or "",
                      aliases=tuple(_strings(meta.get("aliases", meta.get("alias")))), note_id=_note_id(meta),
-                     body=content_hash(body) if body else None)
+                     body=content_hash(body))
 
 
 def _obsidian_records(root: Path) -> Iterator[MemoryRecord | RecordError]:

@@ -101,3 +101,17 @@ def test_fixture_vault_links_all_resolve(bank):
     dangling = Memory.objects.get(bank=bank, memory_id=billing).metadata["obsidian"]
     assert dangling["unresolved"] == ["Pager Duty Policy"] and dangling["embeds"] == [
         {"target": "billing-diagram.png"}]
+
+
+@pytest.mark.django_db
+def test_links_to_notes_that_cannot_be_memories_are_reported_not_left_pending(bank, tmp_path):
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "Empty.md").write_text("---\ntags: []\n---\n")
+    (vault / "Broken.md").write_text("---\n: [unclosed\n---\nbody\n")
+    (vault / "Hub.md").write_text("See [[Empty]], [[Broken]] and [[Spoke|the spoke]].\n")
+    (vault / "Spoke.md").write_text("The spoke.\n")
+    report = archive_import(bank=bank, records=open_archive(vault)[2], actor="test")
+    assert (report.imported, report.links, report.unresolved_links) == (2, 1, 0), report.errors
+    hub = Memory.objects.get(bank=bank, memory_id="note:Hub")
+    assert hub.metadata["obsidian"]["unresolved"] == ["Empty", "Broken"]
