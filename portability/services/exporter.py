@@ -195,7 +195,7 @@ def _target(dest: Path, *, directory: bool) -> Iterator[Path]:
 
 def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_embeddings: bool = False
                       ) -> ExportReport:
-    """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON)."""
+    """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON, AgentOS JSON)."""
     if fmt == "ama":
         return archive_export(bank=bank, dest=dest, actor=actor, include_embeddings=include_embeddings)
     from portability.formats.agentos_writer import write_agentos_json
