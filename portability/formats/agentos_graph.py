@@ -1,7 +1,8 @@
 """An AgentOS brain's knowledge graph (``knowledge_nodes`` / ``knowledge_edges`` rows) as what a bank holds.
 
 * A ``trace`` node (``properties.trace_id``, or a ``trace:<id>`` label) stands for a memory.
-* Any other node is an entity: its label is the name, its type the entity type.
+* Any other node is an entity: its label is the name, its type the entity type in the bank's vocabulary
+  (``person`` → ``PERSON``, ``place`` → ``LOCATION``...; the node's own type stays in the metadata).
 * A trace node linked to an entity node, either way, or an entity node whose ``source.traceId``
   names a trace: that memory mentions the entity.
 * An edge between two entity nodes is an entity link; between two trace nodes, a memory link
@@ -30,6 +31,17 @@ def _obj(value: Any) -> dict[str, Any]:
         except ValueError:
             return {}
     return value if isinstance(value, dict) else {}
+
+
+# AgentOS node types are free text; the common ones map onto the types entity extraction gives a bank.
+NODE_TYPES = {"person": "PERSON", "people": "PERSON", "user": "PERSON", "organization": "ORG", "organisation": "ORG",
+              "org": "ORG", "company": "ORG", "team": "ORG", "place": "LOCATION", "location": "LOCATION",
+              "city": "LOCATION", "country": "LOCATION", "product": "PRODUCT", "tool": "PRODUCT", "event": "EVENT"}
+
+
+def entity_type(node_type: Any) -> str:
+    kind = str(node_type or "").strip()
+    return NODE_TYPES.get(kind.lower(), kind.upper() or "OTHER")[:64]
 
 
 def _weight(value: Any) -> float:
@@ -83,7 +95,7 @@ def read_graph(nodes: list[Any], edges: list[Any], trace_ids: list[str]) -> Grap
         if not label.strip():
             graph.problems.append(RecordError(f"nodes[{i}]", f"node {node['id']} has no label"))
             continue
-        entity_of[str(node["id"])] = EntityRecord(name=label.strip(), entity_type=str(node.get("type") or "OTHER"))
+        entity_of[str(node["id"])] = EntityRecord(name=label.strip(), entity_type=entity_type(node.get("type")))
         described[str(node["id"])] = {"id": node["id"], "type": node.get("type"), "label": label,
                                       "properties": props, "confidence": node.get("confidence"),
                                       "created_at": node.get("created_at")}

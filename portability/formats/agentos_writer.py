@@ -2,7 +2,7 @@
 rows (snake_case columns, ``tags`` / ``emotions`` / ``metadata`` as JSON strings, epoch-ms times) for
 traces, and the knowledge graph as ``knowledge_nodes`` / ``knowledge_edges`` rows: a typed node per
 entity, a ``trace`` node per memory that mentions one or links to another, ``mentions`` edges and one
-edge per memory link.
+edge per memory link. Node types are written lower-case, as AgentOS writes them (``PERSON`` → ``person``).
 
 AgentOS has no field for a fact type, an exact time, an event time, a source, entity aliases or the
 memory's own metadata beside its AgentOS keys; those travel whole under ``metadata.memoryhub`` of each
@@ -92,7 +92,7 @@ class _Graph:
         for entity in record.entities:
             key = entity.name.strip().lower()
             node = self.entities.setdefault(key, {
-                "brain_id": self.brain, "id": _id("kn", "entity", key), "type": entity.entity_type,
+                "brain_id": self.brain, "id": _id("kn", "entity", key), "type": entity.entity_type.lower(),
                 "label": entity.name, "properties": _dumps({"aliases": list(entity.aliases)} if entity.aliases
                                                            else {}),
                 "embedding": None, "confidence": 1.0, "source": _dumps({"traceId": memory_id}), "created_at": when})

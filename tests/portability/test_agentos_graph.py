@@ -42,11 +42,12 @@ def test_json_fixture_graph_and_deleted_trace(bank):
     assert deleted.forgotten_at is not None and not Memory.objects.live().filter(pk=deleted.pk).exists()
     owner = Memory.objects.get(bank=bank, memory_id=MARCUS_PRIYA)
     mentioned = {(e.name, e.entity_type) for e in owner.entities.all()}
-    assert {("Priya Raman", "person"), ("Billing Service", "concept")} <= mentioned
+    assert {("Priya Raman", "PERSON"), ("Billing Service", "CONCEPT")} <= mentioned
     link = EntityLink.objects.get(bank=bank)
     assert (link.entity_a.name, link.link_type, link.entity_b.name, link.confidence) == (
         "Priya Raman", "OWNS", "Billing Service", 0.8)
-    assert owner.metadata["agentos"]["nodes"][0]["properties"] == {"role": "staff engineer"}
+    node = owner.metadata["agentos"]["nodes"][0]
+    assert (node["type"], node["properties"]) == ("person", {"role": "staff engineer"})
     again = archive_import(bank=bank, records=open_archive(FIXTURES / "agentos_traces.json")[2], actor="test")
     assert again.imported == 0 and EntityLink.objects.filter(bank=bank).count() == 1
 
