@@ -131,11 +131,12 @@ def _wikilinks(body: str, position: str, index: VaultIndex, own_id: str | None,
         entry = {"target": link.target, **({"heading": link.heading} if link.heading else {}),
                  **({"alias": link.alias} if link.alias else {})}
         (embeds if link.embed else written).append(entry)
-        if not link.target or not link.is_note:
-            continue  # a heading of this same note, or an attachment
+        if not link.target:
+            continue  # a heading of this same note
         note = index.resolve(link.target, position)
         if note is None:
-            unresolved.append(link.target)
+            if not link.is_attachment:
+                unresolved.append(link.target)
             continue
         kind = "embed" if link.embed else "wikilink"
         if note.memory_id != own_id and (note.memory_id, kind) not in links:

@@ -25,6 +25,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 ARCHIVE_FOLDERS = frozenset({"archive", "archives", "archived", "_archive"})
+# What Obsidian opens besides notes (its accepted file formats); a dotted note name ("v1.2") is still a note.
+ATTACHMENTS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".avif", ".mp3", ".wav", ".m4a",
+                         ".ogg", ".3gp", ".flac", ".webm", ".mp4", ".ogv", ".mov", ".mkv", ".pdf", ".canvas",
+                         ".base"})
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -40,10 +44,9 @@ class Wikilink:
     embed: bool = False
 
     @property
-    def is_note(self) -> bool:
-        """An attachment (``image.png``, ``doc.pdf``) is not a note; a dotted note name (``v1.2``) still is."""
-        suffix = posixpath.splitext(self.target)[1].lower()
-        return suffix in ("", ".md") or not re.fullmatch(r"\.[a-z0-9]{2,5}", suffix)
+    def is_attachment(self) -> bool:
+        """A file Obsidian embeds or opens that is not a note (``image.png``, ``doc.pdf``, ``board.canvas``)."""
+        return posixpath.splitext(self.target)[1].lower() in ATTACHMENTS
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,13 @@ def test_parse_aliases_headings_blocks_embeds_and_code():
         Wikilink("Billing Service", alias="billing"), Wikilink("Runbooks", heading="Failover"),
         Wikilink("Note", heading="^block1"), Wikilink("diagram.png", embed=True), Wikilink("Runbooks", embed=True),
         Wikilink("", heading="Local heading"), Wikilink("Priya Raman", alias="Priya")]
-    assert not Wikilink("diagram.png").is_note and Wikilink("Runbooks.md").is_note and Wikilink("v1.2").is_note
+    assert Wikilink("diagram.png").is_attachment and Wikilink("board.canvas").is_attachment
+    assert not any(Wikilink(t).is_attachment for t in ("Runbooks.md", "v1.2", "report.final", "Runbooks"))
 
 
 def test_basename_path_and_case_insensitivity():
-    index = _index(_note("People/Priya Raman.md"), _note("Runbooks.md"))
+    index = _index(_note("People/Priya Raman.md"), _note("Runbooks.md"), _note("Notes/report.final.md"))
+    assert index.resolve("report.final").path == "Notes/report.final.md"
     assert index.resolve("Priya Raman").path == "People/Priya Raman.md"
     assert index.resolve("people/priya raman").path == "People/Priya Raman.md"
     assert index.resolve("People/Priya Raman.md").path == "People/Priya Raman.md"
