@@ -28,6 +28,7 @@ from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
+from portability.services.exporter import archive_export_as
 from portability.services.job_health import job_resume_params
 
 KINDS = ("import", "export", "reembed", "reextract_entities")
@@ -89,6 +90,11 @@ def _import(job: Job) -> None:
 def _export(job: Job) -> None:
     params = job.params
     dest = contained_path(params["path"])
+    if params.get("format", "ama") != "ama":
+        report = archive_export_as(bank=_bank(job), dest=dest, fmt=params["format"], actor=job.created_by)
+        job_finish(job=job, counts={"exported": report.exported_count}, result={
+            "path": report.path, "exported_count": report.exported_count, "format": params["format"]})
+        return
     report = archive_export(
         bank=_bank(job), dest=dest, actor=job.created_by, include_embeddings=params.get("include_embeddings", False),
         include_entities=params.get("include_entities", True),

@@ -27,6 +27,9 @@ from portability.services.bank_archive import bank_archive_stream
 from portability.services.job_health import RESUMABLE
 
 MAX_LISTED = 200
+# The file (or, for Markdown, directory) name an export gets when the operator gives none.
+EXPORT_SUFFIXES = {"ama": ".ama.jsonl", "csv": ".csv", "markdown": "-markdown", "amplihack": ".amplihack.json",
+                   "agentos_json": ".agentos.json"}
 
 
 def _files(root: Path) -> list[dict]:
@@ -53,7 +56,8 @@ def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
     context = {"bank": bank, "roots": [{"path": str(r), "files": _files(r)} for r in roots], "tab": "transfer",
                "jobs": Job.objects.filter(bank=bank, kind__in=KINDS).order_by(
                    "-created_at")[:20], "formats": sorted(READERS),
-               "max_upload_mb": settings.MEMORYHUB_MAX_UPLOAD_BYTES // (1024 * 1024)}
+               "max_upload_mb": settings.MEMORYHUB_MAX_UPLOAD_BYTES // (1024 * 1024),
+               "export_formats": list(EXPORT_SUFFIXES)}
     return render(request, "portability/transfer.html", context)
 
 
@@ -102,10 +106,13 @@ def start(request: HttpRequest, bank_id: str) -> HttpResponse:
                       "strict": request.POST.get("strict") == "on"}
             job = job_start_async(kind="import", bank=bank, actor=actor(request), params=params)
         elif kind == "export":
-            name = sanitize_upload_name(request.POST.get("name") or f"{bank.bank_id}.ama.jsonl")
+            fmt = request.POST.get("format") or "ama"
+            if fmt not in EXPORT_SUFFIXES:
+                raise MemoryHubError(f"Unknown export format {fmt!r}.")
+            name = sanitize_upload_name(request.POST.get("name") or f"{bank.bank_id}{EXPORT_SUFFIXES[fmt]}")
             dest = contained_path(contained_path(request.POST.get("root", "")) / name)
             job = job_start_async(kind="export", bank=bank, actor=actor(request), params={
-                "path": str(dest), "include_embeddings": request.POST.get("include_embeddings") == "on"})
+                "path": str(dest), "format": fmt, "include_embeddings": request.POST.get("include_embeddings") == "on"})
         elif kind == "reembed":
             job = job_start_async(kind="reembed", bank=bank, actor=actor(request), params={})
         elif kind == "reextract_entities":

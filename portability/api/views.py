@@ -19,6 +19,7 @@ from portability.jobs import entities_reextract_start, job_resume, job_start_asy
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
 from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
+from portability.services.exporter import archive_export_as
 
 
 class ExportRequest(WireModel):
@@ -30,6 +31,8 @@ class ExportRequest(WireModel):
     include_observations: bool = True
     # The whole bank (.mhba.jsonl): memories as AMA lines plus everything else the bank holds.
     full: bool = False
+    # Another writer than AMA (the include_* options are AMA's); Markdown writes a directory at ``path``.
+    format: Literal["ama", "csv", "markdown", "amplihack", "agentos_json"] = "ama"
     run_async: bool = Field(default=False, alias="async")
 
 
@@ -66,7 +69,9 @@ class ExportApi(BankApiView):
         body = self.body(request, ExportRequest)
         bank = self.bank(request, body.bank_id, "admin")
         dest = contained_path(body.path)
-        if dest.is_dir():
+        if body.full and body.format != "ama":
+            raise Unprocessable("a whole-bank archive is its own format; leave format out with full")
+        if dest.is_dir() and body.format != "markdown":
             raise Unprocessable(f"{dest} is a directory; give a file name inside it")
         if body.full:
             try:
@@ -75,6 +80,17 @@ class ExportApi(BankApiView):
                 raise Unprocessable(f"export failed: {exc}") from None
             return ok({"bank_id": bank.bank_id, "path": str(dest), "exported_count": counts["memory"],
                        "full": True, "counts": counts})
+        if body.format != "ama":
+            if body.run_async and not bank.is_never_written:
+                job = job_start_async(kind="export", bank=bank, actor=self.actor(request),
+                                      params={"path": str(dest), "format": body.format})
+                return ok(job_body(job), status=202)
+            try:
+                other = archive_export_as(bank=bank, dest=dest, fmt=body.format, actor=self.actor(request))
+            except (OSError, ValueError) as exc:
+                raise Unprocessable(f"export failed: {exc}") from None
+            return ok({"bank_id": other.bank_id, "path": other.path, "exported_count": other.exported_count,
+                       "format": body.format})
         # A bank that was never written exports at once (a header and no lines), even when asked async.
         if body.run_async and not bank.is_never_written:
             job = job_start_async(kind="export", bank=bank, actor=self.actor(request), params={

@@ -5,6 +5,7 @@ here, so a writer that starts losing one fails instead of passing quietly."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,38 @@ def test_every_writer_round_trips_what_it_claims(fmt, make_bank, tmp_path):
     if "entity_links" in CLAIMS[fmt]:
         assert _entity_links(target) == _entity_links(source) == {("Orion", "LED_BY", "Łukasz Nowak")}
     assert MemoryLink.objects.filter(bank=target).count() == 4
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("fmt", "name"), [("csv", "out.csv"), ("markdown", "out-md"), ("amplihack", "out.json"),
+                                           ("agentos_json", "brain.json")])
+def test_every_writer_is_reachable_over_http_and_from_the_transfer_page(fmt, name, api, settings, tmp_path,
+                                                                       django_user_model):
+    from django.test import Client
+
+    from banks.models import Bank, Job
+
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
+    api.post("/v1/retain", {"bank_id": "user-alice", "content": "Alice Smith moved to Porto in May."})
+    response = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / name), "format": fmt})
+    assert response.status_code == 200, response.content
+    assert response.json()["exported_count"] == 1 and (tmp_path / name).exists()
+    assert open_archive(tmp_path / name)[0] == ("markdown" if fmt == "markdown" else fmt)
+    again = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / name), "format": fmt})
+    assert again.status_code == 200, again.content  # a second export replaces the first, directory or file
+    refused = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / "x"), "format": fmt,
+                                      "full": True})
+    assert refused.status_code == 422
+    operator = Client()
+    operator.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    assert f'<option value="{fmt}">' in operator.get("/banks/user-alice/transfer/").content.decode()
+    operator.post("/banks/user-alice/transfer/start", {"kind": "export", "format": fmt, "root": str(tmp_path)})
+    job = Job.objects.get(kind="export")
+    assert job.params["format"] == fmt and job.params["path"].startswith(str(tmp_path / Bank.objects.get(
+        bank_id="user-alice").bank_id))
+    from portability.jobs import job_run
+
+    job_run(job)  # what the worker runs
+    job.refresh_from_db()
+    assert job.state == "succeeded" and job.result["exported_count"] == 1, job.message
+    assert open_archive(Path(job.params["path"]))[0] == ("markdown" if fmt == "markdown" else fmt)
