@@ -1,6 +1,9 @@
 """What an imported record says beyond its own row: that it was deleted in the source (it is stored,
 then forgotten, so its history survives and recall never sees it) and knowledge-graph edges between
-entities (created with both ends when either is missing, idempotently: a re-run adds nothing)."""
+entities (created with both ends when either is missing, idempotently: a re-run adds nothing).
+
+A bank under legal hold forgets nothing but by a compliance erase, and an import may overwrite a live
+memory with a deleted one: there such records are archived instead (out of recall, kept, restorable)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from banks.models import Bank, Entity, EntityLink, Memory
+from banks.selectors.holds import bank_under_hold
 from portability.records import EntityRecord, MemoryRecord
 
 
@@ -36,16 +40,18 @@ def entity_links_create(bank: Bank, records: Iterable[MemoryRecord]) -> int:
     return len(created)
 
 
-def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]]) -> int:
+def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]]) -> dict[str, int]:
     pks = [pk for record, pk in stored if record.forgotten]
     if not pks:
-        return 0
+        return {"forgotten": 0, "archived": 0}
     now = timezone.now()
-    return Memory.objects.filter(Q(forgotten_at__isnull=True), bank=bank, pk__in=pks).update(
-        forgotten_at=now, updated_at=now)
+    if bank_under_hold(bank):
+        return {"forgotten": 0, "archived": Memory.objects.filter(
+            Q(archived_at__isnull=True), bank=bank, pk__in=pks).update(archived_at=now, updated_at=now)}
+    return {"forgotten": Memory.objects.filter(Q(forgotten_at__isnull=True), bank=bank, pk__in=pks).update(
+        forgotten_at=now, updated_at=now), "archived": 0}
 
 
 def import_graph_apply(bank: Bank, stored: list[tuple[MemoryRecord, int]]) -> dict[str, int]:
     """Called inside each import batch's transaction with the records that landed and their keys."""
-    return {"forgotten": records_forget(bank, stored),
-            "entity_links": entity_links_create(bank, [record for record, _ in stored])}
+    return {**records_forget(bank, stored), "entity_links": entity_links_create(bank, [r for r, _ in stored])}

@@ -60,6 +60,7 @@ class ImportReport:
     unresolved_links: int = 0
     entity_links: int = 0
     forgotten: int = 0
+    archived: int = 0
     resumed_after: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     aborted: str | None = None
@@ -73,7 +74,7 @@ class ImportReport:
                 "skipped": self.skipped, "duplicates": self.duplicates, "conflicts": self.conflicts,
                 "invalid": self.invalid, "links": self.links,
                 "unresolved_links": self.unresolved_links, "entity_links": self.entity_links,
-                "forgotten": self.forgotten}
+                "forgotten": self.forgotten, "archived": self.archived}
 
     def astrocyte_result(self) -> dict[str, int]:
         """Astrocyte's ImportResult numbers: stored, not stored, failed."""
@@ -305,6 +306,7 @@ class _Importer:
         report.links += links
         report.entity_links += graph["entity_links"]
         report.forgotten += graph["forgotten"]
+        report.archived += graph["archived"]
 
 
 def archive_import(

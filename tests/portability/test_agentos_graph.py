@@ -119,3 +119,14 @@ def test_agentos_export_is_agentos_shaped_and_its_graph_alone_restores_entities_
               for e in m.entities.all()}
     after = {(m.memory_id, e.name.lower()) for m in Memory.objects.filter(bank=copy) for e in m.entities.all()}
     assert before == after and ("mt_8fcd6ea5-d071-4cbe-b5d4-91a0bc2d3e45", "priya raman") in after
+
+
+@pytest.mark.django_db
+def test_a_bank_under_legal_hold_archives_deleted_traces_instead_of_forgetting(bank):
+    from banks.services.holds import hold_set
+
+    hold_set(bank=bank, hold_id="case-7", reason="litigation", set_by="legal", actor="test")
+    report = archive_import(bank=bank, records=open_archive(FIXTURES / "agentos_traces.json")[2], actor="test")
+    assert (report.forgotten, report.archived) == (0, 1)
+    deleted = Memory.objects.get(bank=bank, memory_id="mt_90de7fb6-e182-4dcf-86e5-a2b1cd3e4f56")
+    assert deleted.forgotten_at is None and deleted.archived_at is not None
