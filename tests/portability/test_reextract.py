@@ -3,6 +3,10 @@ the API on a real worker, from the transfer page (with a confirmation) and from 
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from django.core.management import call_command
 from django.test import Client
@@ -171,3 +175,60 @@ def test_a_killed_reextraction_resumes_after_its_last_committed_batch(tmp_path, 
     assert MemoryEntity.objects.filter(memory__bank=bank).values("memory_id").distinct().count() == total
     for entity in Entity.objects.filter(bank=bank):
         assert entity.mention_count == MemoryEntity.objects.filter(entity=entity).count(), entity.name
+
+
+class _Provider(BaseHTTPRequestHandler):
+    """An OpenAI-style chat endpoint on this machine that names the entities, and fails on one text
+    while ``broken`` is set, like a remote provider having a bad minute."""
+
+    broken = True
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = body["messages"][-1]["content"]
+        if _Provider.broken and text.startswith("Report 17:"):
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b"overloaded")
+            return
+        entities = [{"name": n, "entity_type": "PERSON"} for n in ("Alice Smith", "Bob Jones") if n in text]
+        answer = json.dumps({"choices": [{"message": {"content": json.dumps({"entities": entities})}}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(answer.encode())
+
+    def log_message(self, *args) -> None:  # noqa: ANN002
+        pass
+
+
+@pytest.fixture
+def remote_llm(settings):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Provider)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    settings.MEMORYHUB_LLM = "openai:test-model"
+    settings.MEMORYHUB_LLM_URL = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    _Provider.broken = True
+    yield _Provider
+    httpd.shutdown()
+
+
+@pytest.mark.django_db
+def test_a_provider_failure_fails_the_job_after_its_last_batch_and_resume_finishes(bank, remote_llm):
+    from banks.providers.base import ProviderError
+    from portability.jobs import entities_reextract_start, job_resume, job_run
+
+    memories = _bank_without_entities(bank)
+    job = entities_reextract_start(bank=bank, actor="test", batch=5)
+    with pytest.raises(ProviderError):
+        job_run(job)  # what the worker runs
+    job.refresh_from_db()
+    assert job.state == "failed" and "HTTP 500" in job.message
+    assert job.result["after_pk"] == memories[14].pk  # batches 1-3 committed; the fourth failed on Report 17
+    assert set(_mentions(bank)) == {f"m{i}" for i in range(15)}
+    remote_llm.broken = False
+    resumed = job_resume(job=job, actor="test")
+    job_run(resumed)
+    resumed.refresh_from_db()
+    assert resumed.state == "succeeded" and resumed.counts["memories"] == 30
+    assert set(_mentions(bank)) == {f"m{i}" for i in range(30)}
