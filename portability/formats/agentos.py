@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from portability.formats.agentos_graph import Graph, read_graph
-from portability.formats.common import bounded_lines, parse_time
+from portability.formats.common import bounded_lines, number, parse_time, str_list
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 FACT_TYPES = {"episodic": "experience"}  # semantic, procedural, prospective, relational → world
@@ -73,6 +73,10 @@ def trace_record(row: dict[str, Any], position: Any) -> MemoryRecord | RecordErr
     )
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _ours(row: dict[str, Any], content: str, tags: list[Any], ours: dict[str, Any], embedding: list[float] | None,
           position: Any) -> MemoryRecord:
     """A trace our own writer wrote: the memory exactly as it was exported."""
@@ -86,12 +90,12 @@ def _ours(row: dict[str, Any], content: str, tags: list[Any], ours: dict[str, An
         created_at=parse_time(ours.get("created_at")) or parse_time(row.get("created_at")),
         occurred_at=parse_time(ours.get("occurred_at")), source=text("source"), memory_layer=text("memory_layer"),
         entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
-                               aliases=[str(a) for a in e.get("aliases") or []])
-                  for e in ours.get("entities") or [] if isinstance(e, dict) and e.get("name")],
+                               aliases=str_list(e.get("aliases")))
+                  for e in _list(ours.get("entities")) if isinstance(e, dict) and e.get("name")],
         links=[LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
-                          confidence=float(link.get("confidence", 1.0)),
+                          confidence=number(link.get("confidence")),
                           metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
-               for link in ours.get("links") or [] if isinstance(link, dict) and link.get("target_id")],
+               for link in _list(ours.get("links")) if isinstance(link, dict) and link.get("target_id")],
         embedding=embedding, embedding_model="agentos" if embedding else None,
         forgotten=row.get("deleted") in (1, True, "1"), position=position,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from portability.formats.ama import atomic_write
-from portability.formats.common import parse_time
+from portability.formats.common import number, parse_time, str_list
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 MAX_BYTES = 500 * 1024 * 1024
@@ -99,11 +99,11 @@ def _ours(item: dict[str, Any], ours: dict[str, Any], fact: Any, edges: list[Lin
         created_at=parse_time(ours.get("created_at")) or parse_time(item.get("created_at")),
         occurred_at=parse_time(ours.get("occurred_at")), memory_layer=text("memory_layer"), source=text("source"),
         entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
-                               aliases=[str(a) for a in e.get("aliases") or []])
+                               aliases=str_list(e.get("aliases")))
                   for e in entities if isinstance(e, dict) and e.get("name")] if isinstance(entities, list) else (
             [EntityRecord(name=item["entity_name"], entity_type="unknown")] if item.get("entity_name") else []),
         links=[LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
-                          confidence=float(link.get("confidence", 1.0)),
+                          confidence=number(link.get("confidence")),
                           metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
                for link in kept_links if isinstance(link, dict) and link.get("target_id")]
         if isinstance(kept_links, list) else edges,

@@ -35,6 +35,18 @@ def parse_time(value: Any) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
+def number(value: Any, default: float = 1.0) -> float:
+    """A finite number from a hand-editable file, or ``default``: a bad value must not sink the import."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == value and abs(value) != float("inf"):
+        return float(value)
+    return default
+
+
+def str_list(value: Any) -> list[str]:
+    """The strings of a list (aliases, tags) from a hand-editable file; anything else is no list at all."""
+    return [str(v) for v in value if isinstance(v, str | int | float)] if isinstance(value, list) else []
+
+
 def iso(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from portability.formats.common import iso, parse_time
+from portability.formats.common import iso, parse_time, str_list
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type",
@@ -50,7 +50,7 @@ def _json_list(raw: str, column: str) -> list[dict[str, Any]]:
 
 def _graph(cells: dict[str, str]) -> tuple[list[EntityRecord], list[LinkRecord]]:
     entities = [EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
-                             aliases=[str(a) for a in e.get("aliases") or []])
+                             aliases=str_list(e.get("aliases")))
                 for e in _json_list(cells.get("entities", ""), "entities") if str(e.get("name") or "").strip()]
     links = []
     for link in _json_list(cells.get("links", ""), "links"):

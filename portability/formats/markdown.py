@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from banks.content import content_hash
-from portability.formats.common import iso, parse_time
+from portability.formats.common import iso, number, parse_time
 from portability.formats.wikilinks import VaultIndex, VaultNote, parse_wikilinks
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
@@ -71,6 +71,10 @@ def _strings(value: Any) -> list[str]:
     return [str(value).strip()] if value not in (None, "") and str(value).strip() else []
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _note_id(meta: dict[str, Any]) -> str | None:
     return meta["id"] if isinstance(meta.get("id"), str) and meta["id"] else None
 
@@ -101,12 +105,12 @@ def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
     record.memory_layer = kept.get("memory_layer") if isinstance(kept.get("memory_layer"), str) else None
     record.entities = [EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
                                     aliases=_strings(e.get("aliases")))
-                       for e in kept.get("entities") or [] if isinstance(e, dict) and e.get("name")]
+                       for e in _list(kept.get("entities")) if isinstance(e, dict) and e.get("name")]
     record.tags = [t.lstrip("#") for t in _strings(meta.get("tags"))]
     record.links = [LinkRecord(target_id=str(link["target_id"]), link_type=str(link.get("link_type") or "related"),
-                                confidence=float(link.get("confidence", 1.0)),
+                                confidence=number(link.get("confidence")),
                                 metadata=dict(link["metadata"]) if isinstance(link.get("metadata"), dict) else {})
-                     for link in kept.get("links") or [] if isinstance(link, dict) and link.get("target_id")]
+                     for link in _list(kept.get("links")) if isinstance(link, dict) and link.get("target_id")]
 
 
 def _tags(meta: dict[str, Any], body: str, obsidian: bool) -> list[str]:

@@ -98,6 +98,8 @@ def detect_format(path: Path) -> str:
             return "ama"
         if isinstance(first, dict) and isinstance(first.get("traces"), list):
             return "agentos_json"  # a whole AgentOS export written on one line
+        if isinstance(first, dict) and "format_version" in first and "semantic_nodes" in first:
+            return "amplihack"  # a whole amplihack export written on one line
         if isinstance(first, dict):
             return "agentos_ndjson"
     if name.endswith(".csv"):

@@ -148,3 +148,34 @@ def test_every_writer_is_reachable_over_http_and_from_the_transfer_page(fmt, nam
     job.refresh_from_db()
     assert job.state == "succeeded" and job.result["exported_count"] == 1, job.message
     assert open_archive(Path(job.params["path"]))[0] == ("markdown" if fmt == "markdown" else fmt)
+
+
+@pytest.mark.django_db
+def test_a_hand_broken_memoryhub_block_is_read_as_far_as_it_goes(bank, tmp_path):
+    """Our blocks live in files people edit: wrong types anywhere must not sink the import."""
+    import json as jsonlib
+
+    garbage = {"entities": 5, "links": [{"target_id": "x", "confidence": "high", "metadata": 3},
+                                        {"target_id": 7}], "metadata": "not an object", "created_at": [1],
+               "occurred_at": "yesterday", "source": 9, "fact_type": 3}
+    vault = tmp_path / "notes"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\nid: a\nmemoryhub:\n  entities: 5\n  links: {x: 1}\n  metadata: [1]\n"
+                                "  created_at: not a time\n---\nNote a.\n")
+    (vault / "b.md").write_text("---\nid: b\nmemoryhub:\n  entities: [{name: E, aliases: 4}]\n"
+                                "  links: [{target_id: a, confidence: high}]\n---\nNote b.\n")
+    brain = tmp_path / "brain.json"
+    brain.write_text(jsonlib.dumps({"traces": [{"id": "t1", "content": "Trace one.", "metadata": jsonlib.dumps(
+        {"memoryhub": garbage})}]}))
+    amp = tmp_path / "amp.json"
+    amp.write_text(jsonlib.dumps({"agent_name": "x", "format_version": "1.1", "semantic_nodes": [
+        {"memory_id": "s1", "concept": "", "content": "Node one.", "confidence": 0.8, "source_id": "", "tags": [],
+         "metadata": {"memoryhub": {**garbage, "entities": [{"name": "E", "aliases": 4}]}}, "created_at": "",
+         "entity_name": ""}], "episodic_nodes": [], "similar_to_edges": [], "derives_from_edges": [],
+        "supersedes_edges": [], "transitioned_to_edges": []}))
+    csv_file = tmp_path / "x.csv"
+    csv_file.write_text('id,content,entities,links\nc1,Row one.,"[{""name"": ""E"", ""aliases"": 4}]",'
+                        '"[{""target_id"": ""a"", ""link_type"": ""r"", ""confidence"": ""high""}]"\n')
+    for path in (vault, brain, amp, csv_file):
+        report = archive_import(bank=bank, records=open_archive(path)[2], actor="test", extract_entities=False)
+        assert report.imported >= 1 and report.invalid == 0, (path.name, report.errors)
