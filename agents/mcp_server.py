@@ -105,9 +105,13 @@ async def memory_retain(ctx: Context, content: str, bank_id: str, tags: list[str
 async def memory_recall(ctx: Context, query: str, bank_id: str | None = None, banks: list[str] | None = None,
                         strategy: str | None = None, max_results: int = 10, tags: list[str] | None = None,
                         fact_types: list[str] | None = None, as_of: str | None = None,
-                        max_tokens: int | None = None) -> dict[str, Any]:
+                        max_tokens: int | None = None, session_id: str | None = None,
+                        layer_weights: dict[str, float] | None = None, detail_level: str | None = None,
+                        external_context: list[dict[str, Any] | str] | None = None) -> dict[str, Any]:
+    # session_id is accepted as Astrocyte's tool does; MemoryHub has no per-session scoping of recall.
     return await call(ctx, "memory_recall", query=query, bank_id=bank_id, banks=banks, strategy=strategy,
-                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of, max_tokens=max_tokens)
+                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of, max_tokens=max_tokens,
+                      layer_weights=layer_weights, detail_level=detail_level, external_context=external_context)
 
 
 @server.tool(description=TOOLS["memory_reflect"].description)

@@ -23,6 +23,7 @@ from banks.models import Bank
 from banks.selectors.mental_models import mental_model_list
 from banks.selectors.observations import observation_list, observation_view
 from banks.selectors.recall import RecallFilters, recall_bank
+from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
 from banks.services.directives import directive_create
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
@@ -68,11 +69,16 @@ def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     return render.retain_result(outcome)
 
 
+def recall_options(a: dict[str, Any]) -> RecallOptions:
+    return parse_recall_options(layer_weights=a.get("layer_weights"), detail_level=a.get("detail_level"),
+                                external_context=a.get("external_context"))
+
+
 def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     outcome = recall_bank(bank, a.get("query", ""), max_results=max(1, min(int(a.get("max_results") or 10), 1000)),
                           max_tokens=a.get("max_tokens"), filters=RecallFilters(
                               tags=a.get("tags"), fact_types=a.get("fact_types"),
-                              as_of=_time(a, "as_of")))
+                              as_of=_time(a, "as_of")), options=recall_options(a))
     usage_record_recall([bank], outcome.hits)
     return render.recall_result(outcome)
 
@@ -252,7 +258,7 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
             raise InvalidInput("must be a list of bank ids", field="banks")
         ids = list(dict.fromkeys(([args["bank_id"]] if args.get("bank_id") else []) + args["banks"]))
         banks = [bank_for(principal, bank_id, "read") for bank_id in ids]
-        return gateway.recall_banks(banks, args, _recall_filters(args))
+        return gateway.recall_banks(banks, args, _recall_filters(args), recall_options(args))
     permission = tool.permission
     if name == "memory_reflect" and not args.get("query"):
         permission = "write"

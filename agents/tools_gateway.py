@@ -17,6 +17,7 @@ from banks.selectors.bank_health import bank_health
 from banks.selectors.graph import graph_neighbors, graph_search
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, recall_bank
+from banks.selectors.recall_shaping import RecallOptions
 from banks.services.compile import bank_compile
 from banks.services.coverage import bank_audit
 from banks.services.holds import hold_release, hold_set
@@ -46,10 +47,11 @@ def history(bank: Bank, actor: str, a: dict[str, Any], as_of: Any) -> dict[str, 
             "trace": render.recall_trace(outcome.trace)}
 
 
-def recall_banks(banks: list[Bank], a: dict[str, Any], filters: RecallFilters) -> dict[str, Any]:
+def recall_banks(banks: list[Bank], a: dict[str, Any], filters: RecallFilters,
+                 options: RecallOptions | None = None) -> dict[str, Any]:
     outcome = recall_many(banks, a.get("query", ""), strategy=a.get("strategy") or "parallel",
                           max_results=clamp(a, "max_results", 10, 1, 1000), max_tokens=a.get("max_tokens"),
-                          filters=filters)
+                          filters=filters, options=options)
     usage_record_recall(banks, outcome.hits)
     return render.recall_result(outcome)
 

@@ -67,6 +67,11 @@ def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
         "time_window": trace.time_window,
         **({"rerank": trace.rerank} if trace.rerank is not None else {}),
         **({"expansion": trace.expansion} if trace.expansion is not None else {}),
+        # The caller's recall options (layer_weights, detail_level, external_context), when given.
+        **({"layer_weights": trace.layer_weights} if trace.layer_weights is not None else {}),
+        **({"detail_level": trace.detail_level} if trace.detail_level is not None else {}),
+        **({"external_context_count": trace.external_context_count}
+           if trace.external_context_count is not None else {}),
     }
 
 

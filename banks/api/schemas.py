@@ -51,6 +51,10 @@ class RecallRequest(WireModel):
     min_results_to_stop: int = Field(default=3, ge=1)
     cascade_order: list[str] | None = None
     bank_weights: dict[str, float] | None = None
+    # Astrocyte's Python/MCP recall options (the seed documents them); checked by recall_shaping.
+    layer_weights: Any = None
+    detail_level: Any = None
+    external_context: Any = None
 
     @model_validator(mode="after")
     def _needs_a_bank(self) -> RecallRequest:

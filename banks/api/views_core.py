@@ -15,6 +15,7 @@ from banks.models import Bank
 from banks.selectors.ingest_sources import ingest_aggregate, ingest_sources
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
+from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
 from banks.services.usage import usage_record_error, usage_record_recall, usage_record_retain
@@ -48,8 +49,10 @@ def recall_for(view: BankApiView, request: Request, body: RecallRequest, *, reco
                             as_of=body.as_of, layers=body.layers)
     bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks or [])))
     banks = [view.bank(request, bank_id, "read") for bank_id in bank_ids or [""]]
+    options = parse_recall_options(layer_weights=body.layer_weights, detail_level=body.detail_level,
+                                   external_context=body.external_context)
     try:
-        outcome = _recall(banks, body, filters, bank_ids)
+        outcome = _recall(banks, body, filters, bank_ids, options)
     except Exception as exc:
         if record and not (isinstance(exc, MemoryHubError) and exc.status < 500):
             usage_record_error(banks)
@@ -59,7 +62,8 @@ def recall_for(view: BankApiView, request: Request, body: RecallRequest, *, reco
     return outcome
 
 
-def _recall(banks: list[Bank], body: RecallRequest, filters: RecallFilters, bank_ids: list[str]) -> RecallOutcome:
+def _recall(banks: list[Bank], body: RecallRequest, filters: RecallFilters, bank_ids: list[str],
+            options: RecallOptions) -> RecallOutcome:
     """One bank, or every bank of ``banks`` (each checked for read before any is searched)."""
     # A ``banks`` list is a multi-bank recall (its trace says so) unless it only repeats ``bank_id``.
     if body.banks and not (body.bank_id and bank_ids == [body.bank_id]):
@@ -67,11 +71,11 @@ def _recall(banks: list[Bank], body: RecallRequest, filters: RecallFilters, bank
             banks, body.query, strategy=body.strategy or "parallel", max_results=body.max_results,
             max_tokens=body.max_tokens, filters=filters, include_directives=body.include_directives,
             include_observations=body.include_observations, min_results_to_stop=body.min_results_to_stop,
-            cascade_order=body.cascade_order, bank_weights=body.bank_weights,
+            cascade_order=body.cascade_order, bank_weights=body.bank_weights, options=options,
         )
     return recall_bank(banks[0], body.query, max_results=body.max_results, max_tokens=body.max_tokens,
                        filters=filters, include_directives=body.include_directives,
-                       include_observations=body.include_observations)
+                       include_observations=body.include_observations, options=options)
 
 
 class HistoryApi(BankApiView):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from banks.models import Bank
+from banks.recall_fusion import DEFAULT_RRF_K
+from banks.selectors import recall_shaping
 from banks.selectors.recall import (
     RecallFilters,
     RecallHit,
@@ -18,7 +20,7 @@ STRATEGIES = ("parallel", "cascade", "first_match")
 
 def _merge(hits: list[RecallHit], weights: dict[str, float], max_results: int) -> list[RecallHit]:
     for hit in hits:
-        hit.score = round(hit.score * weights.get(hit.bank_id, 1.0), 6)
+        hit.score = round(hit.score * weights.get(hit.bank_id or "", 1.0), 6)
     hits.sort(key=lambda h: -h.score)
     best: dict[str, RecallHit] = {}
     for hit in hits:
@@ -31,7 +33,7 @@ def recall_many(
     banks: list[Bank], query: str, *, strategy: str = "parallel", max_results: int = 10,
     max_tokens: int | None = None, filters: RecallFilters | None = None, include_directives: bool = True,
     include_observations: bool = False, min_results_to_stop: int = 3, cascade_order: list[str] | None = None,
-    bank_weights: dict[str, float] | None = None,
+    bank_weights: dict[str, float] | None = None, options: recall_shaping.RecallOptions | None = None,
 ) -> RecallOutcome:
     if strategy not in STRATEGIES:
         raise InvalidInput(f"unknown multi-bank strategy {strategy!r}; use one of {', '.join(STRATEGIES)}",
@@ -46,7 +48,8 @@ def recall_many(
     trace = RecallTrace(fusion_method=f"multi_bank:{strategy}")
     for bank in order:
         outcome = recall_bank(bank, query, max_results=max_results, filters=filters,
-                              include_directives=include_directives, include_observations=include_observations)
+                              include_directives=include_directives, include_observations=include_observations,
+                              options=options, external=False)
         total += outcome.total_available
         trace.strategies_used.append(bank.bank_id)
         trace.strategy_candidate_counts[bank.bank_id] = len(outcome.hits)
@@ -61,6 +64,11 @@ def recall_many(
         merged: list[RecallHit] = []
     else:
         merged = _merge(collected, weights, max_results)
+    if options:
+        # The caller's own hits join once, over all banks, as one more ranked list.
+        recall_shaping.record(trace, options)
+        merged, total = recall_shaping.merge_external(merged, total, trace, options, rrf_k=DEFAULT_RRF_K, weight=1.0)
+        merged = recall_shaping.shape_detail(merged[:max_results], options.detail_level)
     merged, truncated = apply_token_budget(merged, max_tokens)
     for hit in merged:
         trace.layer_distribution[hit.layer] = trace.layer_distribution.get(hit.layer, 0) + 1

@@ -23,7 +23,7 @@ from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
-from banks.selectors import live_layers
+from banks.selectors import live_layers, recall_shaping
 from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
@@ -156,6 +156,7 @@ def apply_token_budget(hits: list[RecallHit], max_tokens: int | None) -> tuple[l
 def recall_memories(
     bank: Bank, query: str, *, max_results: int = 10, filters: RecallFilters | None = None,
     arms: tuple[str, ...] | None = None, config: RecallConfig | None = None,
+    layer_weights: dict[str, float] | None = None,
 ) -> tuple[list[RecallHit], int, RecallTrace, float | None]:
     """Fused raw-memory hits (no token budget), total fused candidates, trace, top cosine."""
     filters = filters or RecallFilters()
@@ -192,7 +193,8 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    fused = rrf_fuse(ranked, k=config.rrf_k, weights=config.weights)
+    # The caller's layer weights act on the fused order, before the rerank window and the cut.
+    fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
     rerank_note: dict[str, Any] = {}
     fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)
@@ -230,15 +232,22 @@ def bank_recall_config(bank: Bank) -> RecallConfig:
 def recall_bank(
     bank: Bank, query: str, *, max_results: int = 10, max_tokens: int | None = None,
     filters: RecallFilters | None = None, include_directives: bool = True, include_observations: bool = False,
-    config: RecallConfig | None = None,
+    config: RecallConfig | None = None, options: recall_shaping.RecallOptions | None = None,
+    external: bool = True,
 ) -> RecallOutcome:
+    """``options``: Astrocyte's layer_weights, detail_level, external_context (``external`` False leaves
+    the last to a multi-bank caller, which merges it once over all banks)."""
     started = time.perf_counter()
+    config = config or bank_recall_config(bank)
     hits, total, trace, top_semantic = recall_memories(bank, query, max_results=max_results, filters=filters,
-                                                       config=config)
+                                                       config=config,
+                                                       layer_weights=options.layer_weights if options else None)
     hits, total = live_layers.add_live_layers(
         bank, query, hits, total, trace, filters=filters or RecallFilters(), max_results=max_results,
         include_directives=include_directives, include_observations=include_observations,
     )
+    hits, total = recall_shaping.apply(hits, total, trace, options, max_results=max_results, rrf_k=config.rrf_k,
+                                       semantic_weight=config.weights.get("semantic", 1.0), external=external)
     hits, truncated = apply_token_budget(hits, max_tokens)
     layers: dict[str, int] = {}
     for hit in hits:

@@ -28,7 +28,8 @@ class RecallHit:
     memory_id: str
     text: str
     score: float
-    bank_id: str
+    # None only for a caller's external_context hit that names no bank.
+    bank_id: str | None
     fact_type: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
@@ -66,6 +67,10 @@ class RecallTrace:
     rerank: dict[str, Any] | None = None
     # Query expansion when the bank asks for it: provider, status, the terms added, note.
     expansion: dict[str, Any] | None = None
+    # The per-call options used (banks.selectors.recall_shaping), None when not given.
+    layer_weights: dict[str, float] | None = None
+    detail_level: str | None = None
+    external_context_count: int | None = None
 
 
 @dataclass
