@@ -70,6 +70,8 @@ def observation(view: ObservationView) -> dict[str, Any]:
         "evidence_timestamps": [iso(t) for t in view.evidence_times],
         "invalidated_at": iso(row.invalidated_at),
         "bank_id": row.bank.bank_id,
+        # Evidence ids that are no memory of this bank: kept on the observation, linked to nothing.
+        "unresolved_source_ids": view.unresolved_ids,
     }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Prefetch, QuerySet
@@ -17,6 +17,8 @@ class ObservationView:
     trend: str
     source_ids: list[str]
     evidence_times: list[datetime]
+    # Evidence ids that name no memory of the observation's bank (kept as given, never linked).
+    unresolved_ids: list[str] = field(default_factory=list)
 
 
 def _with_evidence(rows: QuerySet[Observation]) -> QuerySet[Observation]:
@@ -27,7 +29,8 @@ def observation_view(observation: Observation, now: datetime | None = None) -> O
     evidence = list(observation.evidence.all())
     times = [e.evidence_at for e in evidence]
     return ObservationView(observation=observation, trend=compute_trend(times or [observation.updated_at], now),
-                           source_ids=[e.memory_ref for e in evidence], evidence_times=times)
+                           source_ids=[e.memory_ref for e in evidence], evidence_times=times,
+                           unresolved_ids=[e.memory_ref for e in evidence if e.memory_id is None])
 
 
 def observation_list(*, bank: Bank, scope: str | None = None, trend: str | None = None, limit: int = 100,

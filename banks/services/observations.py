@@ -49,14 +49,13 @@ def _ids(values: Any, field: str = "source_ids") -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _own_memory_ids(bank: Bank, ids: list[str], field: str) -> list[str]:
-    """Evidence must be memories of the observation's own bank; another bank's id is unknown here (404)."""
-    if not ids:
-        return ids
-    known = set(Memory.objects.filter(bank=bank, memory_id__in=ids).values_list("memory_id", flat=True))
-    missing = [i for i in ids if i not in known]
-    if missing:
-        raise NotFound(f"{field}: memory '{missing[0]}' not found in bank '{bank.bank_id}'")
+def _evidence_ids(ids: list[str], field: str) -> list[str]:
+    """Evidence as given. An id that is a memory of the observation's own bank is linked to it; any other
+    (no such memory, or another bank's: the same here, so nothing is told about other banks) is kept as an
+    unresolved reference, never linked across banks (attach_evidence looks in the own bank only)."""
+    for value in ids:
+        if not value.strip() or len(value) > 255:
+            raise InvalidInput("a memory id is 1-255 characters", field=field)
     return ids
 
 
@@ -67,7 +66,8 @@ def _embed(bank: Bank, text: str) -> dict[str, Any]:
 
 
 def attach_evidence(observation: Observation, memory_ids: Iterable[str], *, at: datetime | None = None) -> int:
-    """Link memories as evidence; the trend counts each at the memory's own time."""
+    """Link memories as evidence; the trend counts each at the memory's own time. An id that is no memory
+    of this bank is kept unresolved (``memory`` null), counted at the time it was attached."""
     ids = [i for i in memory_ids if i]
     memories = {m.memory_id: m for m in Memory.objects.filter(bank_id=observation.bank_id, memory_id__in=ids)}
     added = 0
@@ -79,6 +79,10 @@ def attach_evidence(observation: Observation, memory_ids: Iterable[str], *, at: 
         )
         added += int(created)
     return added
+
+
+def unresolved_refs(observation: Observation) -> list[str]:
+    return list(observation.evidence.filter(memory__isnull=True).order_by("id").values_list("memory_ref", flat=True))
 
 
 def observation_get(*, bank: Bank, observation_id: str, include_deleted: bool = False) -> Observation:
@@ -95,7 +99,7 @@ def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[st
                        scope: str | None = None, confidence: float = 0.9) -> Observation:
     text = _text(text)
     confidence = _confidence(confidence)
-    ids = _own_memory_ids(bank, _ids(source_ids), "source_ids")
+    ids = _evidence_ids(_ids(source_ids), "source_ids")
     embedded = _embed(bank, text)  # possibly a remote call: before the transaction opens
     now = timezone.now()
     with transaction.atomic():
@@ -106,7 +110,8 @@ def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[st
         )
         attach_evidence(observation, ids)
         audit_record(actor=actor, action="observation.create", bank=bank, target_ids=[observation.observation_id],
-                     details={"source_ids": ids[:100]})
+                     details={"source_ids": ids[:100],
+                              "unresolved_source_ids": unresolved_refs(observation)[:100]})
     return observation
 
 
@@ -128,8 +133,8 @@ def observation_update(
         observation.scope = scope
         fields.append("scope")
     with transaction.atomic():
-        added = attach_evidence(observation, _own_memory_ids(
-            observation.bank, _ids(add_source_ids, "add_source_ids"), "add_source_ids"))
+        added = attach_evidence(observation, _evidence_ids(_ids(add_source_ids, "add_source_ids"),
+                                                           "add_source_ids"))
         removed = 0
         if remove_source_ids:
             removed, _ = ObservationEvidence.objects.filter(

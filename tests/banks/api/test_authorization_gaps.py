@@ -41,25 +41,39 @@ def test_debug_recall_over_banks_the_caller_may_read_counts_them_all(api_for, tw
 
 
 def test_observation_evidence_from_another_bank_is_unknown_here(api_for, two_banks):
+    """Another bank's memory id is kept as an unresolved reference, exactly like an id that exists
+    nowhere: no link to the other bank's memory, and nothing in the answer tells the two apart."""
     alice, _, secret = two_banks
     writer = api_for({"user-*": ["read", "write"]})
     created = writer.post("/v1/observations", {"bank_id": "user-alice", "text": "Codes are four digits.",
                                                "source_ids": [secret.memory_id]})
-    assert created.status_code == 404, created.content
-    assert secret.memory_id in created.json()["detail"] and "user-alice" in created.json()["detail"]
+    nowhere = writer.post("/v1/observations", {"bank_id": "user-alice", "text": "Codes are short.",
+                                               "source_ids": ["0123456789abcdef"]})
+    assert created.status_code == nowhere.status_code == 200, created.content
+    assert created.json()["unresolved_source_ids"] == [secret.memory_id]
+    assert nowhere.json()["unresolved_source_ids"] == ["0123456789abcdef"]
+    shape = {k for k in created.json() if k not in ("id", "text", "source_ids", "unresolved_source_ids",
+                                                     "created_at", "updated_at", "evidence_timestamps")}
+    assert {k: created.json()[k] for k in shape} == {k: nowhere.json()[k] for k in shape}
 
     own = memory_retain(bank=alice, text="Alice plays sax.", actor="test").memory
     ok = writer.post("/v1/observations", {"bank_id": "user-alice", "text": "Music matters to Alice.",
                                           "source_ids": [own.memory_id]})
     assert ok.status_code == 200, ok.content
+    assert ok.json()["unresolved_source_ids"] == []
     attached = writer.patch(f"/v1/observations/{ok.json()['id']}",
                             {"bank_id": "user-alice", "add_source_ids": [secret.memory_id]})
-    assert attached.status_code == 404, attached.content
+    assert attached.status_code == 200, attached.content
+    assert attached.json()["unresolved_source_ids"] == [secret.memory_id]
     # The same through the agent tool, which shares the service.
     tool = writer.post("/v1/agent/memory_create_observation", {"bank_id": "user-alice", "text": "Codes.",
                                                                 "source_ids": [secret.memory_id]})
-    assert tool.status_code == 404, tool.content
-    assert not ObservationEvidence.objects.filter(memory_ref=secret.memory_id).exists()
+    assert tool.status_code == 200, tool.content
+    # Never a link across banks: every reference to Bob's memory is an unresolved one on Alice's side.
+    assert not ObservationEvidence.objects.filter(memory=secret).exists()
+    refs = ObservationEvidence.objects.filter(memory_ref=secret.memory_id)
+    assert refs.count() == 3 and {r.observation.bank_id for r in refs} == {alice.pk}
+    assert not refs.filter(memory__isnull=False).exists()
 
 
 @pytest.mark.parametrize("path", ["/v1/banks", "/v1/agent/tools"])
