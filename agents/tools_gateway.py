@@ -96,7 +96,7 @@ def refresh_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
 
 def run_lifecycle(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     outcome = lifecycle_run(bank=bank, actor=actor)
-    return {"archived_count": outcome.archived_count, "deleted_count": outcome.deleted_count,
+    return {"bank_id": bank.bank_id, "archived_count": outcome.archived_count, "deleted_count": outcome.deleted_count,
             "skipped_count": outcome.skipped_count, "actions": outcome.actions,
             "actions_truncated": outcome.actions_truncated, "job_id": outcome.job_id}
 
@@ -121,7 +121,9 @@ def release_hold(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def list_banks(principal: Principal, a: dict[str, Any]) -> dict[str, Any]:
-    return {"banks": list(principal.visible_banks().order_by("bank_id").values_list("bank_id", flat=True)[:1000])}
+    # Astrocyte's "default" is the server's configured default bank; MemoryHub has none (bank_id is required).
+    return {"banks": list(principal.visible_banks().order_by("bank_id").values_list("bank_id", flat=True)[:1000]),
+            "default": None}
 
 
 def health(principal: Principal, a: dict[str, Any]) -> dict[str, Any]:

@@ -214,8 +214,15 @@ def validate_ops(ops: Any) -> list[Any]:
     return parsed
 
 
+# Optional fields Astrocyte's own op models declare: its applied summaries carry them even when null.
+_REPORTED_WHEN_NULL = {"add_section": ("after_section_id", "new_id")}
+
+
 def _entry(op: Any) -> dict[str, Any]:
-    return op.model_dump(exclude_none=True, exclude={"block", "blocks"})
+    entry: dict[str, Any] = op.model_dump(exclude_none=True, exclude={"block", "blocks"})
+    for name in _REPORTED_WHEN_NULL.get(op.op, ()):
+        entry.setdefault(name, None)
+    return entry
 
 
 def _claim(blocks: list[Any], taken: set[str]) -> None:

@@ -100,7 +100,7 @@ def test_tools_through_a_real_mcp_session(mcp_url, make_bank, make_token):
     assert searched["results"][0]["id"] == added["traceId"]
     assert directive["kind"] == "directive"
     assert model["revision"] == 1 and updated == {"changed": True, "revision": 2, "applied": [
-        {"op": "add_section", "heading": "B", "level": 2, "assigned_id": "b"}], "skipped": []}
+        {"op": "add_section", "heading": "B", "level": 2, "after_section_id": None, "new_id": None, "assigned_id": "b"}], "skipped": []}
     assert [m["model_id"] for m in models["models"]] and observations["observations"][0]["text"] == "Likes jazz."
     assert reflect["directives"] == ["Answer briefly."] and "jazz" in reflect["answer"]
     assert denied["error"] == "AccessDenied" and denied["isError"] is True and denied["status"] == 403

@@ -75,7 +75,7 @@ def test_every_tool_once_in_one_session(mcp_url, make_bank, make_token):  # noqa
     assert isinstance(answer["memory_graph_search"]["entities"], list)
     assert answer["memory_graph_neighbors"] == {"hits": []}
     assert answer["memory_refresh_mental_model"] == {"model_id": "m", "revision": 3, "source_count": 1}
-    assert answer["memory_banks"] == {"banks": [A, B]}
+    assert answer["memory_banks"] == {"banks": [A, B], "default": None}
     assert answer["memory_health"]["healthy"] is True
     assert answer["memory_hold_set"]["hold_id"] == "case-1" and answer["memory_hold_set"]["bank_id"] == A
     refused = answer["memory_forget"]
@@ -100,14 +100,14 @@ def test_gateway_tools_keep_the_rest_permissions(mcp_url, make_bank, make_token)
         ("memory_banks", {}),
     ]))
     assert [r.get("error") for r in results[:3]] == ["AccessDenied"] * 3
-    assert results[3] == {"banks": [A]}
+    assert results[3] == {"banks": [A], "default": None}
 
 
 def test_seed_argument_names_and_astrocyte_result_shapes(mcp_url, make_bank, make_token):  # noqa: F811
     """The seed documentation's calls (``name`` + ``sections`` without an id, ``evidence``, the seed's
     delta-op shape) and the MCP result shapes of Astrocyte's live-memory tools."""
     alice = make_bank(A)
-    # Evidence must name memories of the bank (the seed's "mem-1" are placeholders for such ids).
+    # Evidence that names a memory of the bank links to it (ids that name none are kept unresolved).
     first = memory_retain(bank=alice, text="Alice prefers async stand-ups.", actor="test", tags=["work"]).memory_id
     token = make_token({A: ["read", "write", "forget", "admin"]})
     calls = [

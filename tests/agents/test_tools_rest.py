@@ -194,7 +194,7 @@ def test_reflect_without_a_query_is_a_write(bank, make_token):
 def test_bankless_tools_over_rest(api, make_bank):
     make_bank("user-bob")
     assert ApiClient().post("/v1/agent/memory_banks", {}).status_code == 401
-    assert api.post("/v1/agent/memory_banks", {}).json() == {"banks": ["user-alice"]}
+    assert api.post("/v1/agent/memory_banks", {}).json() == {"banks": ["user-alice"], "default": None}
     assert api.post("/v1/agent/memory_health", {}).json()["healthy"] is True
 
 

@@ -69,13 +69,15 @@ class TestEachOp:
         assert ids(r.doc) == ["tools", "people", "goals"]
         added = r.doc.section("goals")
         assert (added.heading, added.level, contents(r.doc, "goals")) == ("Goals", 2, ["new"])
-        assert r.applied == [{"op": "add_section", "heading": "Goals", "level": 2, "assigned_id": "goals"}]
+        # Astrocyte's summary names after_section_id and new_id even when they were not given.
+        assert r.applied == [{"op": "add_section", "heading": "Goals", "level": 2, "after_section_id": None,
+                              "new_id": None, "assigned_id": "goals"}]
 
     def test_add_section_after_a_section(self):
         r = apply({"op": "add_section", "heading": "Goals", "level": 3, "after_section_id": "tools"})
         assert ids(r.doc) == ["tools", "goals", "people"] and r.doc.section("goals").level == 3
         assert r.applied == [{"op": "add_section", "heading": "Goals", "level": 3, "after_section_id": "tools",
-                              "assigned_id": "goals"}]
+                              "new_id": None, "assigned_id": "goals"}]
 
     def test_add_section_after_the_last_section(self):
         r = apply({"op": "add_section", "heading": "Goals", "after_section_id": "people"})
@@ -154,7 +156,7 @@ def test_every_skip_reason(op, reason):
     r = apply(op)
     assert r.applied == [] and not r.changed and r.doc.astrocyte_dump() == doc().astrocyte_dump()
     assert r.skipped == [{**{k: v for k, v in op.items() if k not in ("block", "blocks")},
-                          **({"level": 2} if op["op"] == "add_section" else {}), "reason": reason}]
+                          **({"level": 2, "new_id": None} if op["op"] == "add_section" else {}), "reason": reason}]
 
 
 def test_section_ids_are_case_sensitive():
@@ -415,5 +417,8 @@ def test_matches_the_astrocyte_library_on_random_op_lists():
             return [{k: v for k, v in e.items() if v is not None} for e in entries]
 
         assert ours.doc.astrocyte_dump() == theirs.document.model_dump(), ops
-        assert ours.applied == without_none(theirs.applied), ops
-        assert ours.skipped == without_none(theirs.skipped), ops
+        assert without_none(ours.applied) == without_none(theirs.applied), ops
+        assert without_none(ours.skipped) == without_none(theirs.skipped), ops
+        # Every key of their summaries is in ours, null ones included (MCP clients read them).
+        for mine, their in zip([*ours.applied, *ours.skipped], [*theirs.applied, *theirs.skipped], strict=True):
+            assert set(their) <= set(mine), (mine, their)

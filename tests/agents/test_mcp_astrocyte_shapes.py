@@ -1,0 +1,174 @@
+"""Every MCP tool of Astrocyte 0.22 answers with at least the keys the real package's tool answers with.
+
+The real ``astrocyte`` package runs offline here (in-memory stores, mock LLM) and its own MCP tool
+functions are called with the same arguments as MemoryHub's tools over a real MCP session. Only
+the MCP framework it registers its tools with (``fastmcp``, not a dependency of MemoryHub) is
+replaced by a stand-in that keeps the decorated functions, so each tool's own body runs unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from banks.services.memories import memory_retain
+from tests.agents.test_mcp import mcp_url, session_calls  # noqa: F401  (fixture)
+
+A, B = "user-alice", "user-bob"
+
+# (tool, arguments); "{mem}" / "{obs}" stand for a memory / observation id of the side being called.
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("memory_retain", {"content": "Alice likes jazz.", "bank_id": A, "tags": ["music"]}),
+    ("memory_recall", {"query": "Alice Acme", "bank_id": A, "max_results": 5}),
+    ("memory_reflect", {"query": "Where does Alice work?", "bank_id": A}),
+    ("memory_history", {"query": "Acme", "bank_id": A, "as_of": "2100-01-01T00:00:00+00:00"}),
+    ("memory_audit", {"scope": "work", "bank_id": A, "max_memories": 10}),
+    ("memory_compile", {"bank_id": A}),
+    ("memory_graph_search", {"query": "Alice", "bank_id": A, "limit": 5}),
+    ("memory_graph_neighbors", {"entity_ids": ["nobody"], "bank_id": A, "max_depth": 1}),
+    ("memory_create_mental_model", {"model_id": "m", "title": "Work", "content": "Alice works at Acme.",
+                                    "bank_id": A}),
+    ("memory_update_mental_model", {"model_id": "m", "bank_id": A,
+                                    "operations": [{"op": "add_section", "heading": "Travel"}]}),
+    ("memory_refresh_mental_model", {"model_id": "m", "new_source_ids": ["{mem}"], "bank_id": A}),
+    ("memory_list_mental_models", {"bank_id": A}),
+    ("memory_delete_mental_model", {"model_id": "m", "bank_id": A}),
+    ("memory_create_directive", {"rule_text": "Answer briefly.", "bank_id": A}),
+    ("memory_create_observation", {"text": "Alice travels for work.", "bank_id": A, "source_ids": ["{mem}"]}),
+    ("memory_list_observations", {"bank_id": A}),
+    ("memory_get_observation", {"observation_id": "{obs}", "bank_id": A}),
+    ("memory_delete_observation", {"observation_id": "{obs}", "bank_id": A}),
+    ("memory_banks", {}),
+    ("memory_health", {}),
+    ("memory_hold_set", {"bank_id": A, "hold_id": "case-1", "reason": "litigation"}),
+    ("memory_hold_release", {"bank_id": A, "hold_id": "case-1"}),
+    ("memory_forget", {"memory_ids": ["{mem}"], "bank_id": A}),
+    ("memory_lifecycle", {"bank_id": A}),
+    ("memory_bank_health", {"bank_id": A}),
+]
+MULTI_BANK = ("memory_recall", {"query": "Acme", "banks": [A, B], "strategy": "parallel"})
+
+
+def _fill(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str) and value in ("{mem}", "{obs}"):
+        return ids[value]
+    if isinstance(value, list):
+        return [_fill(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, ids) for k, v in value.items()}
+    return value
+
+
+def missing_keys(theirs: Any, ours: Any, path: str = "") -> list[str]:
+    """Paths of keys Astrocyte's answer has and ours lacks, nested dicts and lists of dicts included."""
+    if isinstance(theirs, dict):
+        if not isinstance(ours, dict):
+            return [path or "."]
+        out = [f"{path}.{k}" for k in theirs if k not in ours]
+        for key in theirs:
+            if key in ours:
+                out += missing_keys(theirs[key], ours[key], f"{path}.{key}")
+        return out
+    if isinstance(theirs, list) and theirs and isinstance(theirs[0], dict):
+        if not isinstance(ours, list):
+            return [path]
+        return missing_keys(theirs[0], ours[0], f"{path}[0]") if ours else []
+    return []
+
+
+@pytest.fixture
+def astrocyte_tools(monkeypatch) -> dict[str, Any]:
+    class ToolRegistry:
+        def __init__(self, name: str | None = None, instructions: str | None = None, **_: Any) -> None:
+            self.tools: dict[str, Any] = {}
+
+        def tool(self, *_: Any, **__: Any) -> Any:
+            def keep(fn: Any) -> Any:
+                self.tools[fn.__name__] = fn
+                return fn
+
+            return keep
+
+    stand_in = types.ModuleType("fastmcp")
+    stand_in.FastMCP = ToolRegistry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fastmcp", stand_in)
+    monkeypatch.delitem(sys.modules, "astrocyte.mcp", raising=False)
+    from astrocyte import Astrocyte
+    from astrocyte.mcp import create_mcp_server
+    from astrocyte.testing.in_memory import InMemoryMentalModelStore, InMemoryWikiStore
+
+    brain = Astrocyte.from_config_dict({
+        "provider_tier": "storage", "vector_store": "in_memory", "graph_store": "in_memory", "llm_provider": "mock",
+        "mcp": {"expose_forget": True, "expose_admin": True, "expose_reflect": True}})
+    brain.set_mental_model_store(InMemoryMentalModelStore())
+    brain.set_wiki_store(InMemoryWikiStore())
+    return create_mcp_server(brain, brain.config).tools
+
+
+def run_astrocyte(tools: dict[str, Any]) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        ids: dict[str, str] = {}
+        for text, bank in (("Alice Smith works at Acme in Lisbon.", A), ("Bob Jones works at Acme in Porto.", B)):
+            stored = json.loads(await tools["memory_retain"](content=text, bank_id=bank))
+            ids.setdefault("{mem}", stored["memory_id"])
+        for name, args in [*CALLS, MULTI_BANK]:
+            answer = json.loads(await tools[name](**_fill(args, ids)))
+            answers[name if args is not MULTI_BANK[1] else "memory_recall (banks)"] = answer
+            if name == "memory_create_observation":
+                ids["{obs}"] = answer["observation"]["id"]
+        return answers
+
+    return asyncio.run(go())
+
+
+def test_every_tool_answers_with_astrocytes_keys(mcp_url, make_bank, make_token, astrocyte_tools):  # noqa: F811
+    theirs = run_astrocyte(astrocyte_tools)
+    assert {n for n, _ in CALLS} == set(astrocyte_tools), "a tool of the real package is not compared"
+    assert not {n: a["error"] for n, a in theirs.items() if "error" in a}, "the real package failed a call"
+
+    alice, bob = make_bank(A), make_bank(B)
+    mem = memory_retain(bank=alice, text="Alice Smith works at Acme in Lisbon.", actor="test").memory_id
+    memory_retain(bank=bob, text="Bob Jones works at Acme in Porto.", actor="test")
+    token = make_token({"user-*": ["read", "write", "forget", "admin"]})
+    ids = {"{mem}": mem}
+    ours: dict[str, Any] = {}
+    # The observation id is only known once created: two sessions, split there.
+    split = next(i for i, (n, _) in enumerate(CALLS) if n == "memory_get_observation")
+    _, first = asyncio.run(session_calls(mcp_url, token, [(n, _fill(a, ids)) for n, a in CALLS[:split]]))
+    ours.update(zip([n for n, _ in CALLS[:split]], first, strict=True))
+    ids["{obs}"] = ours["memory_create_observation"]["observation"]["id"]
+    rest = [*CALLS[split:], MULTI_BANK]
+    _, second = asyncio.run(session_calls(mcp_url, token, [(n, _fill(a, ids)) for n, a in rest]))
+    ours.update(zip([n for n, _ in CALLS[split:]] + ["memory_recall (banks)"], second, strict=True))
+    assert not {n: a for n, a in ours.items() if a.get("isError")}, ours
+
+    mismatches = {name: missing_keys(theirs[name], ours[name]) for name in theirs}
+    assert {name: keys for name, keys in mismatches.items() if keys} == {}
+    # The answers hold something to compare where it matters (not only empty lists).
+    assert theirs["memory_recall"]["hits"] and ours["memory_recall"]["hits"]
+    assert theirs["memory_list_observations"]["observations"] and ours["memory_list_observations"]["observations"]
+    assert theirs["memory_list_mental_models"]["models"] and ours["memory_list_mental_models"]["models"]
+    assert theirs["memory_reflect"]["sources"] and ours["memory_reflect"]["sources"]
+
+
+def test_mcp_recall_takes_the_documented_options(mcp_url, make_bank, make_token):  # noqa: F811
+    alice = make_bank(A)
+    memory_retain(bank=alice, text="Alice drank oat milk coffee in Lisbon. She was late.", actor="test",
+                  memory_layer="episodic")
+    memory_retain(bank=alice, text="Alice prefers oat milk.", actor="test", memory_layer="semantic")
+    token = make_token({A: ["read"]})
+    _, (answer,) = asyncio.run(session_calls(mcp_url, token, [("memory_recall", {
+        "query": "oat milk coffee", "bank_id": A, "session_id": "s-1", "detail_level": "titles",
+        "layer_weights": {"semantic": 1000.0, "episodic": 0.8},
+        "external_context": [{"text": "The office orders oat milk weekly.", "score": 0.5}]})]))
+    assert not answer.get("isError"), answer
+    assert answer["hits"][0]["text"] == "Alice prefers oat milk."
+    assert "Alice drank oat milk coffee in Lisbon." in [h["text"] for h in answer["hits"]]
+    assert "The office orders oat milk weekly." in [h["text"] for h in answer["hits"]]
+    assert answer["trace"]["detail_level"] == "titles" and answer["trace"]["external_context_count"] == 1
