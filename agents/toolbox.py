@@ -62,7 +62,7 @@ def _time(a: dict[str, Any], key: str) -> Any:
 
 
 def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, tags=a.get("tags"),
+    outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, author=actor, tags=a.get("tags"),
                             metadata=a.get("metadata"), occurred_at=_time(a, "occurred_at"),
                             source=a.get("source"))
     usage_record_retain(bank, deduplicated=outcome.deduplicated)

@@ -94,7 +94,8 @@ def principal_for_token(token: object) -> Principal:
     grants = []
     for grant in getattr(token, "grants", []) or []:
         grants.append((str(grant.get("bank", "")), normalise_permissions(grant.get("permissions", []))))
-    return Principal(label=f"token:{token.prefix}", grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
+    label = getattr(token, "principal", "") or f"token:{token.prefix}"  # type: ignore[attr-defined]
+    return Principal(label=label, grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
 
 
 def principal_for_user(user: AbstractBaseUser | AnonymousUser) -> Principal:

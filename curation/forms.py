@@ -183,6 +183,8 @@ class TokenForm(CurationForm):
     permissions = forms.MultipleChoiceField(label="Permissions", widget=forms.CheckboxSelectMultiple,
                                             initial=["read"])
     expires_in_days = forms.ChoiceField(label="Expires after", choices=EXPIRY_CHOICES, required=False)
+    principal = forms.CharField(label="Principal (optional: agent:triage, user:you)", max_length=200, required=False,
+                                help_text="Who calls with it: stamped on what it retains, found by a DSAR.")
 
     def __init__(self, *args: Any, permissions: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

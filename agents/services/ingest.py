@@ -61,7 +61,7 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
         result = memory_retain(bank=bank, text=fact.text, actor=actor, tags=[category], source="auto-ingest",
                                metadata={"category": category, "importance": fact.importance,
                                          "source_turn": turn_id}, memory_layer="episodic" if category == "episodic"
-                               else "semantic", near_dedup=False)
+                               else "semantic", near_dedup=False, author=actor)
         if result.stored:
             outcome.stored.append(result.memory_id or "")
             accepted.append(vector)

@@ -34,7 +34,7 @@ def agent_memory_add(*, bank: Bank, actor: str, content: str, type: str | None =
     scope = (scope or "user").strip() or "user"
     outcome = memory_retain(bank=bank, text=content, actor=actor, tags=tags, fact_type=TYPES[kind],
                             memory_layer=kind, metadata={"scope": scope}, source="agent:memory_add",
-                            near_dedup=False)
+                            near_dedup=False, author=actor)
     # SHA-256 dedup: identical content answers with the id already stored.
     return {"traceId": outcome.memory_id, "deduplicated": outcome.deduplicated}
 

@@ -26,8 +26,9 @@ class RetainApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, RetainRequest)
         bank = self.bank(request, body.bank_id, "write", create=True)
+        actor = self.actor(request)
         outcome = memory_retain(
-            bank=bank, text=body.content, actor=self.actor(request), tags=body.tags, metadata=body.metadata,
+            bank=bank, text=body.content, actor=actor, author=actor, tags=body.tags, metadata=body.metadata,
             occurred_at=body.occurred_at, source=body.source, fact_type=body.fact_type,
             memory_layer=body.memory_layer, memory_id=body.memory_id, entities=body.entities,
             pii=body.pii_detected,

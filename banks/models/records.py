@@ -43,6 +43,9 @@ class ApiToken(models.Model):
     """
 
     name = models.CharField(max_length=200)
+    # Who calls with it, as Astrocyte's token records name it ("user:alice", "agent:triage"); stamped
+    # on what it retains (metadata ``_actor``) so a DSAR for that principal finds it. Empty: "token:<prefix>".
+    principal = models.CharField(max_length=200, blank=True, default="")
     prefix = models.CharField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=64)
     grants = models.JSONField(default=list)

@@ -1,7 +1,9 @@
 """Data-subject erasure across a tenant's banks (Astrocyte's /v1/dsar/forget_principal).
 
 A tenant is the set of banks whose id starts with ``<tenant_id>:`` (Astrocyte's convention). In each,
-the memories tagged ``principal:<principal>`` are erased for compliance through ``memory_forget``:
+the memories the principal wrote (metadata ``_actor``, stamped from the authenticated caller on retain,
+sync push and the agent tools, as Astrocyte 0.22's ``forget_principal`` matches them) or tagged
+``principal:<principal>`` (the older convention) are erased for compliance through ``memory_forget``:
 text, embedding and derived rows purged, a tombstone kept, legal holds overridden and recorded. A
 bank that fails is reported with ``error`` and the others still go ahead, as Astrocyte reports them.
 """
@@ -12,10 +14,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from banks.models import Bank
+from banks.models import Bank, Memory
 from banks.services.forget import memory_forget
+from banks.services.memories import AUTHOR_KEY
 from memoryhub.errors import InvalidInput, MemoryHubError
 
 logger = logging.getLogger(__name__)
@@ -51,7 +54,9 @@ def dsar_forget_principal(*, banks: list[Bank], tenant_id: str, principal: str, 
     for bank in banks:
         outcome.banks_processed += 1
         try:
-            deleted = memory_forget(bank=bank, actor=actor, tags=[tag], compliance=True, reason=why).deleted_count
+            ids = principal_memory_ids(bank, principal)
+            deleted = memory_forget(bank=bank, actor=actor, memory_ids=ids, compliance=True,
+                                    reason=why).deleted_count if ids else 0
         except MemoryHubError as exc:
             outcome.details.append({"bank_id": bank.bank_id, "deleted": 0, "error": exc.code})
             continue
@@ -64,4 +69,10 @@ def dsar_forget_principal(*, banks: list[Bank], tenant_id: str, principal: str, 
     return outcome
 
 
-__all__ = ["DsarOutcome", "dsar_forget_principal", "tenant_banks"]
+def principal_memory_ids(bank: Bank, principal: str) -> list[str]:
+    """The bank's memories written by ``principal`` or tagged ``principal:<principal>``."""
+    written = Q(metadata__contains={AUTHOR_KEY: principal}) | Q(tags__contains=[f"{TAG_PREFIX}{principal}"])
+    return list(Memory.objects.filter(bank=bank).filter(written).values_list("memory_id", flat=True))
+
+
+__all__ = ["DsarOutcome", "dsar_forget_principal", "principal_memory_ids", "tenant_banks"]

@@ -87,6 +87,18 @@ def validate_metadata(metadata: Any) -> tuple[dict[str, Any], list[str]]:
     return cleaned, dropped
 
 
+AUTHOR_KEY = "_actor"
+
+
+def stamp_author(metadata: dict[str, Any] | None, author: str | None) -> dict[str, Any]:
+    """Who wrote it, as Astrocyte stamps it (metadata ``_actor``): the authenticated caller's principal,
+    overwriting whatever the client sent under that key. Without a caller (imports) metadata is kept."""
+    metadata = dict(metadata or {})
+    if author:
+        metadata[AUTHOR_KEY] = author
+    return metadata
+
+
 def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None
                         ) -> tuple[str, float] | None:
     """The most similar live memory of the bank and its cosine similarity."""
@@ -126,10 +138,13 @@ def memory_retain(
     pii: bool = False,
     near_dedup: bool = True,
     audit: bool = True,
+    author: str | None = None,
 ) -> RetainOutcome:
+    """``author``: the authenticated caller's principal, stamped as metadata ``_actor`` (see stamp_author)."""
     text = validate_text(text)
     tags = validate_tags(tags)
     metadata, dropped = validate_metadata(metadata)
+    metadata = stamp_author(metadata, author)
     source = validate_label(source, "source", 2048)
     memory_id = validate_label(memory_id, "memory_id", 255)
     fact_type = validate_label(fact_type, "fact_type", 64)

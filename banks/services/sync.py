@@ -14,7 +14,7 @@ from typing import Any
 
 from banks.content import content_hash
 from banks.models import Bank, Memory
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain, memory_update, stamp_author
 from memoryhub.errors import InvalidInput, MemoryHubError
 
 MAX_RECORDS = 100
@@ -60,11 +60,14 @@ def _push_one(bank: Bank, actor: str, record: Any) -> dict[str, Any]:
                 return _rejected(record_id, "this id was forgotten; its tombstone stands")
             if existing.content_hash == digest and (record.get("tags") is None or existing.tags == record["tags"]):
                 return {"id": record_id, "status": "unchanged"}
-            memory_update(memory=existing, actor=actor, text=text, tags=record.get("tags"), metadata=metadata,
+            # The pusher is who wrote it (the authenticated caller, whatever the record claims); a record
+            # without metadata keeps the stored metadata, its author included.
+            memory_update(memory=existing, actor=actor, text=text, tags=record.get("tags"),
+                          metadata=stamp_author(metadata, actor) if metadata is not None else None,
                           fact_type=record.get("fact_type"))
             return {"id": record_id, "status": "stored"}
-        outcome = memory_retain(bank=bank, text=text, actor=actor, tags=record.get("tags"), metadata=metadata,
-                                occurred_at=occurred_at, fact_type=record.get("fact_type"),
+        outcome = memory_retain(bank=bank, text=text, actor=actor, author=actor, tags=record.get("tags"),
+                                metadata=metadata, occurred_at=occurred_at, fact_type=record.get("fact_type"),
                                 memory_id=record_id)
     except MemoryHubError as exc:
         return _rejected(record_id, exc.message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,21 @@ from banks.api.auth import TOKEN_PREFIX, hash_secret
 from banks.models import ApiToken
 from banks.services.audit import audit_record
 from memoryhub.errors import InvalidInput
+
+PRINCIPAL_TYPES = ("user", "agent", "service")
+_PRINCIPAL = re.compile(r"^(user|agent|service):[^\s:][^\s]{0,190}$")
+
+
+def normalise_principal(value: str | None) -> str:
+    """Astrocyte's principal form ``<type>:<id>``; a bare id is a user (Astrocyte's parse_principal)."""
+    value = (value or "").strip()
+    if not value:
+        return ""
+    if ":" not in value:
+        value = f"user:{value}"
+    if not _PRINCIPAL.match(value):
+        raise InvalidInput(f"must be {'|'.join(PRINCIPAL_TYPES)}:<id> without spaces", field="principal")
+    return value
 
 
 def normalise_grants(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,13 +48,14 @@ def normalise_grants(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def token_create(
     *, name: str, grants: list[dict[str, Any]], actor: str, expires_at: datetime | None = None,
-    created_by: Any = None,
+    created_by: Any = None, principal: str | None = None,
 ) -> tuple[ApiToken, str]:
     """Returns the token row and the plaintext secret, which is never stored or shown again."""
     name = name.strip()
     if not name:
         raise InvalidInput("a token needs a name", field="name")
     cleaned = normalise_grants(grants)
+    principal = normalise_principal(principal)
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInput("must be in the future", field="expires_at")
     prefix = secrets.token_hex(4)
@@ -46,9 +63,9 @@ def token_create(
         prefix = secrets.token_hex(4)
     plaintext = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(name=name, prefix=prefix, secret_hash=hash_secret(plaintext), grants=cleaned,
-                                    expires_at=expires_at, created_by=created_by)
+                                    expires_at=expires_at, created_by=created_by, principal=principal)
     audit_record(actor=actor, action="token.create", target_ids=[prefix],
-                 details={"name": name, "grants": cleaned})
+                 details={"name": name, "grants": cleaned, "principal": principal or None})
     return token, plaintext
 
 

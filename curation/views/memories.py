@@ -148,7 +148,8 @@ def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            outcome = memory_retain(bank=bank, text=data["text"], actor=actor(request), tags=data["tags"],
+            outcome = memory_retain(bank=bank, text=data["text"], actor=actor(request), author=actor(request),
+                                    tags=data["tags"],
                                     source="curation", fact_type=data["fact_type"].strip() or None)
         except MemoryHubError as exc:
             form.add_error("text" if getattr(exc, "field", "") == "content" else None, exc.message)

@@ -180,12 +180,18 @@ def token_new(request: HttpRequest) -> HttpResponse:
                 form.add_error("banks", f"You cannot grant {', '.join(perms)} on {pattern}: you need the curator "
                                         "or admin role there, and can grant only permissions you hold.")
                 return _tokens_page(request, form, status=403)
+    named = (form.cleaned_data["principal"] or "").strip()
+    # Only an administrator may name another person; anyone may name an agent or a service, or themselves.
+    own = {request.user.get_username(), f"user:{request.user.get_username()}"}
+    if named and not request.user.is_superuser and named not in own and not named.startswith(("agent:", "service:")):
+        form.add_error("principal", "Only an administrator can mint a token in another person's name.")
+        return _tokens_page(request, form, status=403)
     days = form.cleaned_data["expires_in_days"]
     expires_at = timezone.now() + timedelta(days=int(days)) if days else None
     try:
         token, secret = token_create(name=form.cleaned_data["name"], actor=actor(request), created_by=request.user,
                                      grants=[{"bank": p, "permissions": perms} for p in patterns],
-                                     expires_at=expires_at)
+                                     expires_at=expires_at, principal=named)
     except MemoryHubError as exc:
         form.add_error(None, exc.message)
         return _tokens_page(request, form, status=422)

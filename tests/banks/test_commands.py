@@ -24,6 +24,18 @@ def test_create_api_token_prints_the_secret_once_and_it_works(bank):
     assert AuditEvent.objects.filter(action="token.create").exists()
 
 
+def test_create_api_token_with_a_principal_stamps_what_it_retains(bank):
+    out = StringIO()
+    call_command("create_api_token", "--name", "triage", "--bank", "user-alice", "--principal", "agent:triage",
+                 stdout=out, stderr=StringIO())
+    body = ApiClient(out.getvalue().strip()).post("/v1/retain", {"bank_id": "user-alice", "content": "Ticket 7 is urgent."})
+    assert body.status_code == 200, body.content
+    assert ApiToken.objects.get().principal == "agent:triage"
+    assert bank.memories.get(memory_id=body.json()["memory_id"]).metadata == {"_actor": "agent:triage"}
+    # What the token does is audited under its principal.
+    assert AuditEvent.objects.filter(action="memory.retain", actor="agent:triage").exists()
+
+
 def test_create_api_token_rejects_unknown_permissions(bank):
     with pytest.raises(CommandError, match="unknown permission 'delete'"):
         call_command("create_api_token", "--name", "x", "--bank", "b", "--permissions", "delete",

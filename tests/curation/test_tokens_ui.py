@@ -63,3 +63,15 @@ def admin_client_root(django_user_model):
     c = Client()
     c.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
     return c
+
+
+def test_a_curator_names_an_agent_or_themselves_as_principal_not_another_person(operator_client, operator, bank):
+    BankMembership.objects.create(user=operator, bank=bank, role="curator")
+    base = {"banks": "user-alice", "permissions": ["read", "write"]}
+    refused = operator_client.post("/tokens/new", {**base, "name": "x", "principal": "user:bob"})
+    assert refused.status_code == 403 and "another person" in refused.content.decode()
+    bad = operator_client.post("/tokens/new", {**base, "name": "x", "principal": "agent:has space"})
+    assert bad.status_code == 422 and "principal" in bad.content.decode()
+    for name, principal in (("triage", "agent:triage"), ("mine", "olga")):
+        assert operator_client.post("/tokens/new", {**base, "name": name, "principal": principal}).status_code == 302
+    assert dict(ApiToken.objects.values_list("name", "principal")) == {"triage": "agent:triage", "mine": "user:olga"}

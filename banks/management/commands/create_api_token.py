@@ -19,6 +19,8 @@ class Command(BaseCommand):
                             help="bank id or glob (user-*); repeat for several")
         parser.add_argument("--permissions", default="read,write",
                             help="comma list of read, write, forget, admin, or * (default: read,write)")
+        parser.add_argument("--principal", default="",
+                            help="who calls with it (user:alice, agent:triage); stamped on what it retains")
         parser.add_argument("--expires-days", type=int, default=None, help="expire after this many days")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -27,7 +29,7 @@ class Command(BaseCommand):
         try:
             token, secret = token_create(
                 name=options["name"], grants=[{"bank": b, "permissions": perms} for b in options["banks"]],
-                actor="cli", expires_at=expires,
+                actor="cli", expires_at=expires, principal=options["principal"],
             )
         except MemoryHubError as exc:
             raise CommandError(exc.message) from None

@@ -21,6 +21,8 @@ class TestRetain:
         assert {"stored", "memory_id", "deduplicated", "error", "retention_action", "curated",
                 "memory_layer"} <= set(body)
         memory = Memory.objects.get(memory_id=body["memory_id"])
+        # The caller is stamped as the author (metadata _actor), as Astrocyte does.
+        assert memory.metadata.pop("_actor").startswith("token:")
         assert memory.tags == ["ui"] and memory.metadata == {"customer_id": "cust_8291"}
         assert memory.source == "support-ticket" and memory.embedding_dims == 384
         assert len(memory.memory_id) == 16
@@ -49,7 +51,8 @@ class TestRetain:
 
     def test_blocked_metadata_keys_are_dropped(self, api):
         body = retain(api, "Service account rotated.", metadata={"Password": "x", "team": "ops"})
-        assert Memory.objects.get(memory_id=body["memory_id"]).metadata == {"team": "ops"}
+        metadata = Memory.objects.get(memory_id=body["memory_id"]).metadata
+        assert {k: v for k, v in metadata.items() if k != "_actor"} == {"team": "ops"}
 
     @pytest.mark.parametrize(
         ("body", "field"),

@@ -7,6 +7,7 @@ import pytest
 from banks.models import AuditEvent, Memory
 from banks.services.holds import hold_set
 from banks.services.memories import memory_retain
+from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
 TAG = "principal:user:alice"
@@ -44,6 +45,46 @@ def test_dsar_needs_admin_on_every_tenant_bank_before_touching_any(api_for, tena
     response = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"})
     assert response.status_code == 403 and "'admin' on bank 'acme:notes'" in response.json()["detail"]
     assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
+
+
+def test_dsar_finds_what_a_principal_wrote_untagged(make_bank, make_token, api_for):
+    """Retains over REST, the agent tools and sync push stamp the token's principal (metadata ``_actor``,
+    as Astrocyte does, whatever the client claims); a DSAR for that principal erases them, and only them."""
+    make_bank("acme:decisions"), make_bank("acme:notes")
+    alice = ApiClient(make_token({"acme:*": ["read", "write"]}, principal="user:alice"))
+    bob = ApiClient(make_token({"acme:*": ["read", "write"]}, principal="bob"))  # a bare id is a user
+    wrote = alice.post("/v1/retain", {"bank_id": "acme:decisions", "content": "Ship the beta on Monday.",
+                                      "metadata": {"_actor": "user:bob", "team": "core"}})
+    assert wrote.status_code == 200, wrote.content
+    stamped = Memory.objects.get(memory_id=wrote.json()["memory_id"])
+    assert stamped.metadata == {"_actor": "user:alice", "team": "core"}  # the client's claim loses
+    assert alice.post("/v1/agent/memory_retain", {"bank_id": "acme:notes", "content": "Alice owns billing."}
+                      ).status_code == 200
+    assert alice.post("/v1/agent/memory_add", {"bank_id": "acme:notes", "content": "Alice likes dark mode."}
+                      ).status_code == 200
+    pushed = alice.post("/v1/banks/acme:notes/sync/push", {"records": [{"id": "note-0001", "text": "Alice's todo."}]})
+    assert pushed.json()["results"][0]["status"] == "stored"
+    bobs = bob.post("/v1/retain", {"bank_id": "acme:notes", "content": "Bob prefers the old dashboard."}).json()
+    assert Memory.objects.get(memory_id=bobs["memory_id"]).metadata["_actor"] == "user:bob"
+
+    response = api_for({"acme:*": ["admin"]}).post("/v1/dsar/forget_principal",
+                                                   {"tenant_id": "acme", "principal": "user:alice"})
+    assert response.status_code == 200, response.content
+    assert response.json()["memories_deleted"] == 4
+    assert response.json()["details"] == [{"bank_id": "acme:decisions", "deleted": 1},
+                                          {"bank_id": "acme:notes", "deleted": 3}]
+    assert Memory.objects.filter(forgotten_at__isnull=True).count() == 1
+    assert Memory.objects.get(memory_id=bobs["memory_id"]).forgotten_at is None
+    assert not Memory.objects.filter(text__contains="Alice").exists()
+
+
+def test_a_token_principal_must_be_astrocytes_form(make_token):
+    from memoryhub.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="principal"):
+        make_token({"acme:*": ["read"]}, principal="team lead")
+    with pytest.raises(InvalidInput, match="principal"):
+        make_token({"acme:*": ["read"]}, principal="robot:r2")
 
 
 @pytest.mark.parametrize(("body", "field"), [
