@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('banks', '0013_recall_usage_and_ingest_state'),
+        ('banks', '0014_text_search_language'),
     ]
 
     operations = [
