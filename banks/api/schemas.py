@@ -52,9 +52,9 @@ class RecallRequest(WireModel):
     cascade_order: list[str] | None = None
     bank_weights: dict[str, float] | None = None
     # Astrocyte's Python/MCP recall options (the seed documents them); checked by recall_shaping.
-    layer_weights: Any = None
-    detail_level: Any = None
-    external_context: Any = None
+    layer_weights: dict[str, Any] | None = None  # {layer: weight >= 0}
+    detail_level: str | None = None  # titles | summary | bodies | full
+    external_context: list[dict[str, Any] | str] | None = None  # the caller's own hits: {text, score, ...}
 
     @model_validator(mode="after")
     def _needs_a_bank(self) -> RecallRequest:
