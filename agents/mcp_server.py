@@ -81,15 +81,35 @@ def _call_sync(raw: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
                           **answer.extra}) from None
 
 
+# What each of Astrocyte's tools answers beside "error" when it fails (its empty result), so a client
+# that reads, say, result["hits"] after a failure finds it here too.
+FAILED_ANSWERS: dict[str, dict[str, Any]] = {
+    "memory_retain": {"stored": False}, "memory_recall": {"hits": [], "total_available": 0},
+    "memory_reflect": {"answer": ""}, "memory_forget": {"deleted_count": 0}, "memory_history": {"hits": []},
+    "memory_audit": {"gaps": [], "coverage_score": 0.0}, "memory_compile": {"pages_created": 0, "pages_updated": 0},
+    "memory_graph_search": {"entities": []}, "memory_graph_neighbors": {"hits": []},
+    "memory_lifecycle": {"archived_count": 0, "deleted_count": 0}, "memory_bank_health": {"score": 0.0},
+    "memory_hold_release": {"released": False}, "memory_list_mental_models": {"models": []},
+    "memory_create_mental_model": {"model_id": None}, "memory_update_mental_model": {"changed": False},
+    "memory_delete_mental_model": {"deleted": False}, "memory_refresh_mental_model": {"model_id": None},
+    "memory_create_directive": {"model_id": None}, "memory_list_observations": {"observations": []},
+    "memory_get_observation": {"observation": None}, "memory_create_observation": {"observation": None},
+    "memory_delete_observation": {"deleted": False},
+}
+
+
 async def call(ctx: Context, name: str, **args: Any) -> dict[str, Any]:
     request = ctx.request_context.request
     headers = request.headers if request is not None else {}
     try:
         return await sync_to_async(_call_sync, thread_sensitive=True)(_raw_token(headers), name, args)
     except ToolFailed as failed:
-        # An error result (isError: true) whose text is the same JSON object Astrocyte's tools answer
-        # with ({"error": <exception name>, "detail": ...}), so both kinds of client read it.
-        return CallToolResult(content=[TextContent(type="text", text=json.dumps(failed.error))],  # type: ignore[return-value]
+        # An error result (isError: true) whose text is the JSON object Astrocyte's tools answer with
+        # (their empty result and {"error": <exception name>}), plus "detail" and "status".
+        answer = {**FAILED_ANSWERS.get(name, {}), **failed.error}
+        if name == "memory_refresh_mental_model":
+            answer["model_id"] = args.get("model_id")
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(answer))],  # type: ignore[return-value]
                               is_error=True)
 
 

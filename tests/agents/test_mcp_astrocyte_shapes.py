@@ -81,9 +81,10 @@ def missing_keys(theirs: Any, ours: Any, path: str = "") -> list[str]:
     return []
 
 
-@pytest.fixture
-def astrocyte_tools(monkeypatch) -> dict[str, Any]:
+def _registry() -> type:
     class ToolRegistry:
+        """Stands in for FastMCP: keeps each decorated tool function, which then runs unchanged."""
+
         def __init__(self, name: str | None = None, instructions: str | None = None, **_: Any) -> None:
             self.tools: dict[str, Any] = {}
 
@@ -94,8 +95,13 @@ def astrocyte_tools(monkeypatch) -> dict[str, Any]:
 
             return keep
 
+    return ToolRegistry
+
+
+@pytest.fixture
+def astrocyte_tools(monkeypatch) -> dict[str, Any]:
     stand_in = types.ModuleType("fastmcp")
-    stand_in.FastMCP = ToolRegistry  # type: ignore[attr-defined]
+    stand_in.FastMCP = _registry()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "fastmcp", stand_in)
     monkeypatch.delitem(sys.modules, "astrocyte.mcp", raising=False)
     from astrocyte import Astrocyte
@@ -172,3 +178,40 @@ def test_mcp_recall_takes_the_documented_options(mcp_url, make_bank, make_token)
     assert "Alice drank oat milk coffee in Lisbon." in [h["text"] for h in answer["hits"]]
     assert "The office orders oat milk weekly." in [h["text"] for h in answer["hits"]]
     assert answer["trace"]["detail_level"] == "titles" and answer["trace"]["external_context_count"] == 1
+
+
+def test_a_failed_tool_answers_with_astrocytes_failure_keys(mcp_url, make_bank, make_token, monkeypatch):  # noqa: F811
+    """Refused on every bank (Astrocyte: access control on, default deny; MemoryHub: a token granted
+    another bank), each tool's error answer carries the keys of the real tool's failure answer."""
+    stand_in = types.ModuleType("fastmcp")
+    stand_in.FastMCP = _registry()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fastmcp", stand_in)
+    monkeypatch.delitem(sys.modules, "astrocyte.mcp", raising=False)
+    from astrocyte import Astrocyte
+    from astrocyte.mcp import create_mcp_server
+    from astrocyte.testing.in_memory import InMemoryMentalModelStore, InMemoryWikiStore
+
+    brain = Astrocyte.from_config_dict({
+        "provider_tier": "storage", "vector_store": "in_memory", "graph_store": "in_memory", "llm_provider": "mock",
+        "access_control": {"enabled": True, "default_policy": "deny"},
+        "mcp": {"expose_forget": True, "expose_admin": True, "expose_reflect": True}})
+    brain.set_mental_model_store(InMemoryMentalModelStore())
+    brain.set_wiki_store(InMemoryWikiStore())
+    tools = create_mcp_server(brain, brain.config).tools
+    ids = {"{mem}": "0123456789abcdef", "{obs}": "0123456789abcdef"}
+
+    async def theirs_all() -> dict[str, Any]:
+        return {n: json.loads(await tools[n](**_fill(a, ids))) for n, a in CALLS}
+
+    theirs = {n: a for n, a in asyncio.run(theirs_all()).items() if "error" in a}
+    assert len(theirs) >= 18, sorted(theirs)  # the tools that check access there
+
+    make_bank(A)
+    make_bank("elsewhere")
+    token = make_token({"elsewhere": ["read", "write", "forget", "admin"]})
+    calls = [(n, _fill(a, ids)) for n, a in CALLS if n in theirs]
+    _, results = asyncio.run(session_calls(mcp_url, token, calls))
+    ours = dict(zip([n for n, _ in calls], results, strict=True))
+    assert all(a.get("isError") and a["error"] == "AccessDenied" for a in ours.values()), ours
+    assert {n: sorted(set(theirs[n]) - set(ours[n])) for n in theirs if set(theirs[n]) - set(ours[n])} == {}
+    assert ours["memory_refresh_mental_model"]["model_id"] == "m" and ours["memory_recall"]["hits"] == []
