@@ -49,9 +49,12 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
     gives the parameters. An approximate index can come back empty for a bank whose rows sit behind
     many dead or foreign entries in the graph; a bank that has rows then gets an exact answer.
     """
-    from django.db import connection, transaction
+    from django.db import transaction
 
-    with transaction.atomic(), connection.cursor() as cursor:
+    from memoryhub.replica import read_connection
+
+    connection = read_connection()
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
         cursor.execute(sql_template.format(exact=""), params_for())
         rows = cursor.fetchall()

@@ -122,6 +122,15 @@ else:
 MEMORYHUB_DATABASE_URL = _db_url
 DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming replica for reads that may lag (recall): see memoryhub/replica.py and docs/scaling.md.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL,
+                                                 conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    # Tests read the test database through it rather than creating a second one.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["memoryhub.replica.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from banks.models import Bank, Entity, EntityLink, MemoryEntity
+from memoryhub.replica import tolerates_lag
 
 
 @dataclass
@@ -18,6 +19,7 @@ class GraphHit:
     score: float = 0.0
 
 
+@tolerates_lag
 def graph_search(*, bank: Bank, query: str, limit: int = 10) -> list[Entity]:
     query = query.strip()
     if not query:
@@ -31,6 +33,7 @@ def graph_search(*, bank: Bank, query: str, limit: int = 10) -> list[Entity]:
     return rows
 
 
+@tolerates_lag
 def graph_neighbors(*, bank: Bank, entity_ids: list[str], max_depth: int = 2, limit: int = 20) -> list[GraphHit]:
     """Breadth-first over entity links and shared memories; nearer entities score higher."""
     start = list(Entity.objects.filter(bank=bank).filter(Q(entity_id__in=entity_ids) | Q(name__in=entity_ids)))

@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from banks.models import Bank, MentalModel, Observation
 from banks.providers import bank_embedder
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
 from banks.vectors import distance_sql, enable_iterative_scan
+from memoryhub.replica import read_connection
 
 
 def directive_in_scope(scope: str, filters: RecallFilters) -> bool:
@@ -70,7 +71,8 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
     # Vetted: the interpolated parts are distance_sql() (an int-cast dimension) and fixed clause strings; values are parameters.
     sql = (f"SELECT o.id, 1 - {distance} FROM banks_observation o WHERE {' AND '.join(clauses)} "  # noqa: S608
            f"ORDER BY {distance} LIMIT %s")
-    with transaction.atomic(), connection.cursor() as cursor:
+    connection = read_connection()
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
         cursor.execute(sql, [vector, *params, vector, limit])
         rows = cursor.fetchall()

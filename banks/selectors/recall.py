@@ -15,7 +15,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
 from banks.content import estimate_tokens
@@ -30,6 +29,7 @@ from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_rerank import rerank_stage
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
 from banks.vectors import distance_sql, nearest_rows
+from memoryhub.replica import read_connection, tolerates_lag
 
 __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
            "recall_memories"]
@@ -111,7 +111,7 @@ def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[t
            f"JOIN banks_memoryentity me ON me.entity_id = e.id JOIN banks_memory m ON m.id = me.memory_id "
            f"WHERE e.bank_id = %s AND (lower(e.name) = ANY(%s) OR e.entity_id = ANY(%s)) AND {where} "
            f"GROUP BY m.id ORDER BY n DESC, m.id DESC LIMIT %s")
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, [bank.pk, names, names, *params, limit])
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
@@ -229,6 +229,7 @@ def bank_recall_config(bank: Bank) -> RecallConfig:
     return RecallConfig.from_settings((bank.config or {}).get("recall"))
 
 
+@tolerates_lag
 def recall_bank(
     bank: Bank, query: str, *, max_results: int = 10, max_tokens: int | None = None,
     filters: RecallFilters | None = None, include_directives: bool = True, include_observations: bool = False,

@@ -24,11 +24,10 @@ import math
 import re
 from typing import Any
 
-from django.db import connection
-
 from banks.models import Bank
 from banks.selectors.recall_memo import TtlMemo
 from banks.text_search import bank_language, config_name
+from memoryhub.replica import read_connection
 
 K1 = 1.2
 B = 0.75
@@ -144,7 +143,7 @@ def _or_query(lexemes: list[str]) -> str:
 
 def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: int) -> list[tuple[int, float]]:
     """(memory pk, BM25 score) best first; ``where``/``params`` are the recall filters on alias ``m``."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         lexemes = query_lexemes(cursor, query, config_name(bank_language(bank.config)))
         if not lexemes:
             return []
