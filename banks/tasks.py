@@ -70,3 +70,29 @@ def lifecycle_sweep() -> list[int]:
     from banks.services.lifecycle import lifecycle_run_all
 
     return lifecycle_run_all()
+
+
+@shared_task(name="banks.find_duplicates")
+def find_duplicates(job_id: int) -> None:
+    """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""
+    from banks.models import Job
+    from banks.services.duplicate_scan import duplicates_scan
+    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_progress, job_start
+
+    job = Job.objects.select_related("bank").filter(pk=job_id).first()
+    if job is None or job.bank is None or job.is_finished:
+        return
+    bank = job.bank
+    try:
+        job = job_start(job=job)
+        outcome = duplicates_scan(
+            bank=bank, threshold=float(job.params["threshold"]), full=bool(job.params.get("full")),
+            progress=lambda done, total: job_progress(job=job, done=done, total=total),
+        )
+    except JobCancelled:
+        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+        return
+    except Exception as exc:
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
+        raise
+    job_finish(job=job, counts={"scanned": outcome.scanned, "pairs": outcome.pairs}, result=outcome.result())

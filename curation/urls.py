@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
-from curation.views import banks, holds, live, memories, operator, playground, records
+from curation.views import banks, duplicates, holds, live, memories, operator, playground, records
 
 register_converter(RecordIdConverter, "rid")
 
@@ -40,8 +40,11 @@ urlpatterns = [
     path("banks/<str:bank_id>/observations/save", live.observation_save, name="observation-save"),
     path("banks/<str:bank_id>/graph/", records.graph, name="graph"),
     path("banks/<str:bank_id>/graph/link", records.graph_link, name="graph-link"),
-    path("banks/<str:bank_id>/duplicates/", records.duplicates, name="duplicates"),
-    path("banks/<str:bank_id>/duplicates/action", records.duplicates_action, name="duplicates-action"),
+    path("banks/<str:bank_id>/duplicates/", duplicates.duplicates, name="duplicates"),
+    path("banks/<str:bank_id>/duplicates/action", duplicates.duplicates_action, name="duplicates-action"),
+    path("banks/<str:bank_id>/duplicates/scan", duplicates.duplicates_scan, name="duplicates-scan"),
+    path("banks/<str:bank_id>/duplicates/scan/<int:job_id>", duplicates.duplicates_scan_status,
+         name="duplicates-scan-status"),
     path("banks/<str:bank_id>/time/", records.time_travel, name="time"),
     path("banks/<str:bank_id>/recall/", playground.recall_playground, name="recall-playground"),
     path("audit/", records.audit_log, name="audit"),

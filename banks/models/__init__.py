@@ -1,6 +1,7 @@
 """The MemoryHub domain. One module per aggregate; everything is re-exported here."""
 
 from banks.models.banks import Bank, BankMembership, BankRole
+from banks.models.duplicates import DuplicatePair
 from banks.models.holds import LegalHold, LifecyclePolicy
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
@@ -15,6 +16,7 @@ __all__ = [
     "BankMembership",
     "BankRole",
     "BankUsage",
+    "DuplicatePair",
     "Entity",
     "EntityLink",
     "Job",

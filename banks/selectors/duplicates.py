@@ -1,14 +1,18 @@
-"""Near-duplicate clusters for review: recent live memories whose nearest neighbour is above a
-similarity threshold, grouped transitively. Pairs an operator dismissed are left apart."""
+"""Near-duplicate clusters for review, read from the pairs the background scan stored.
+
+Pairs whose memories are both still live and at least ``threshold`` similar are grouped
+transitively. Two queries whatever the bank's size: the pairs (most similar first, capped), then
+the memories of the clusters shown.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from banks.models import Bank, Memory
-from banks.services.memories import nearest_live_memory
+from banks.models import Bank, DuplicatePair, Memory
 
-SCAN = 400
+# More pairs than this are not clustered per request; the most similar ones come first.
+MAX_PAIRS = 5000
 
 
 @dataclass
@@ -17,45 +21,55 @@ class Cluster:
     similarity: float = 0.0
 
 
-def _dismissed(memory: Memory) -> set[str]:
-    return set((memory.metadata or {}).get("_not_duplicate_of", []))
+@dataclass
+class ClusterPage:
+    clusters: list[Cluster]
+    cluster_count: int
+    pairs_read: int
+    capped: bool
 
 
-def duplicate_clusters(*, bank: Bank, threshold: float, limit: int = 50) -> list[Cluster]:
-    recent = list(Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False)
-                  .order_by("-retained_at")[:SCAN])
-    by_id = {m.memory_id: m for m in recent}
-    parent: dict[str, str] = {}
-    best: dict[str, float] = {}
+def _live_pairs(bank: Bank, threshold: float) -> list[tuple[int, int, float]]:
+    return list(
+        DuplicatePair.objects.filter(
+            bank=bank, similarity__gte=threshold,
+            memory_a__archived_at__isnull=True, memory_a__forgotten_at__isnull=True,
+            memory_b__archived_at__isnull=True, memory_b__forgotten_at__isnull=True,
+        ).order_by("-similarity", "pk").values_list("memory_a_id", "memory_b_id", "similarity")[:MAX_PAIRS + 1]
+    )
 
-    def root(x: str) -> str:
+
+def duplicate_clusters(*, bank: Bank, threshold: float, limit: int = 50) -> ClusterPage:
+    pairs = _live_pairs(bank, threshold)
+    capped = len(pairs) > MAX_PAIRS
+    pairs = pairs[:MAX_PAIRS]
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
         while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])  # path halving keeps chains short
             x = parent[x]
         return x
 
-    for memory in recent:
-        if memory.embedding is None:
-            continue
-        nearest = nearest_live_memory(bank, [float(v) for v in memory.embedding], memory.embedding_dims or 0,
-                                      exclude_pk=memory.pk)
-        if not nearest or nearest[1] < threshold:
-            continue
-        other_id, similarity = nearest
-        other = by_id.get(other_id) or Memory.objects.filter(bank=bank, memory_id=other_id).first()
-        if other is None or other_id in _dismissed(memory) or memory.memory_id in _dismissed(other):
-            continue
-        by_id.setdefault(other_id, other)
-        parent.setdefault(memory.memory_id, memory.memory_id)
-        parent.setdefault(other_id, other_id)
-        parent[root(memory.memory_id)] = root(other_id)
-        best[memory.memory_id] = max(best.get(memory.memory_id, 0.0), similarity)
-    groups: dict[str, Cluster] = {}
-    for memory_id in parent:
-        cluster = groups.setdefault(root(memory_id), Cluster())
-        cluster.memories.append(by_id[memory_id])
-        cluster.similarity = max(cluster.similarity, best.get(memory_id, 0.0))
-    clusters = [c for c in groups.values() if len(c.memories) > 1]
-    for cluster in clusters:
-        cluster.memories.sort(key=lambda m: m.retained_at)
-    clusters.sort(key=lambda c: -c.similarity)
-    return clusters[:limit]
+    best: dict[int, float] = {}
+    for a, b, _similarity in pairs:
+        parent.setdefault(a, a)
+        parent.setdefault(b, b)
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[ra] = rb
+    groups: dict[int, list[int]] = {}
+    for pk in parent:
+        groups.setdefault(root(pk), []).append(pk)
+    for a, _b, similarity in pairs:
+        r = root(a)
+        best[r] = max(best.get(r, 0.0), similarity)
+    ordered = sorted(groups.items(), key=lambda item: (-best[item[0]], min(item[1])))
+    shown = ordered[:limit]
+    rows = Memory.objects.defer("embedding", "search_vector").in_bulk([pk for _, pks in shown for pk in pks])
+    clusters = []
+    for r, pks in shown:
+        members = sorted((rows[pk] for pk in pks if pk in rows), key=lambda m: (m.retained_at, m.pk))
+        if len(members) > 1:
+            clusters.append(Cluster(memories=members, similarity=best[r]))
+    return ClusterPage(clusters=clusters, cluster_count=len(groups), pairs_read=len(pairs), capped=capped)

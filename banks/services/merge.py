@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from banks.models import Bank, Memory, MemoryEntity, MemoryLink, ObservationEvidence
+from banks.models import Bank, DuplicatePair, Memory, MemoryEntity, MemoryLink, ObservationEvidence
 from banks.services.audit import audit_record
 from banks.services.entities import link_memory_entities
 from banks.services.memories import memory_update, prepare_text
@@ -89,5 +89,8 @@ def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str) -> int:
             metadata["_not_duplicate_of"] = sorted(set(metadata.get("_not_duplicate_of", [])) |
                                                    (set(ids) - {memory.memory_id}))
             Memory.objects.filter(pk=memory.pk).update(metadata=metadata)
+        # The stored pairs among them go too (the scan skips dismissed pairs from now on).
+        pks = [m.pk for m in rows]
+        DuplicatePair.objects.filter(bank=bank, memory_a_id__in=pks, memory_b_id__in=pks).delete()
         audit_record(actor=actor, action="memory.not_duplicates", bank=bank, target_ids=ids)
     return len(rows)

@@ -236,36 +236,3 @@ def graph_link(request: HttpRequest, bank_id: str) -> HttpResponse:
             messages.error(request, exc.message)
     return redirect(f"{reverse('curation:graph', kwargs={'bank_id': bank.bank_id})}?{urlencode({'entity': focus})}")
 
-
-@login_required
-def duplicates(request: HttpRequest, bank_id: str) -> HttpResponse:
-    from banks.selectors.duplicates import duplicate_clusters
-
-    bank = operator_bank(request, bank_id)
-    try:
-        threshold = float(request.GET.get("threshold") or max(0.5, bank.dedup_threshold - 0.1))
-    except ValueError:
-        threshold = bank.dedup_threshold
-    clusters = duplicate_clusters(bank=bank, threshold=threshold)
-    return render(request, "curation/duplicates.html", {"bank": bank, "clusters": clusters, "threshold": threshold,
-                                                        "tab": "duplicates",
-                                                        "can_write": operator(request).can(bank_id, "write")})
-
-
-@login_required
-@require_POST
-def duplicates_action(request: HttpRequest, bank_id: str) -> HttpResponse:
-    from banks.services.merge import duplicates_dismiss, memory_merge
-
-    bank = operator_bank(request, bank_id, "write")
-    ids = request.POST.getlist("ids")
-    try:
-        if request.POST.get("action") == "dismiss":
-            duplicates_dismiss(bank=bank, memory_ids=ids, actor=actor(request))
-            messages.success(request, "Dismissed: these will not be proposed together again.")
-        else:
-            survivor = memory_merge(bank=bank, memory_ids=ids, actor=actor(request), reason="near-duplicate review")
-            messages.success(request, f"Merged {len(ids) - 1} into {survivor.memory_id}.")
-    except MemoryHubError as exc:
-        messages.error(request, exc.message)
-    return redirect(f"{request.path.rsplit('/action', 1)[0]}/?threshold={request.POST.get('threshold', '')}")

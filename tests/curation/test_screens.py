@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from banks.models import ApiToken, AuditEvent, BankMembership, Memory, MentalModel, Observation
+from banks.models import ApiToken, AuditEvent, BankMembership, Job, Memory, MentalModel, Observation
 from banks.services.directives import directive_create
 from banks.services.memories import memory_retain
 from banks.services.mental_models import mental_model_create
@@ -221,7 +221,16 @@ def test_keyset_pagination_walks_every_memory_once(admin_client, bank):
     assert len(seen) == len(set(seen)) == 120
 
 
-def test_near_duplicate_review_merges_and_dismisses(admin_client, bank, filled):
+def test_near_duplicate_review_merges_and_dismisses(admin_client, bank, filled, django_capture_on_commit_callbacks):
+    def find_again():  # the page's button; the job runs in-process here (tests/banks has it on a worker)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin_client.post("/banks/user-alice/duplicates/scan", {"threshold": "0.7"})
+        assert response.status_code == 302
+        return Job.objects.filter(kind="duplicates").latest("pk")
+
+    assert filled["a"].memory_id not in admin_client.get("/banks/user-alice/duplicates/?threshold=0.8"
+                                                         ).content.decode()  # nothing scanned yet
+    assert find_again().result["full"] is True
     page = admin_client.get("/banks/user-alice/duplicates/?threshold=0.8").content.decode()
     assert filled["a"].memory_id in page and filled["b"].memory_id in page
     admin_client.post("/banks/user-alice/duplicates/action", {"action": "dismiss", "threshold": "0.8",
@@ -229,6 +238,9 @@ def test_near_duplicate_review_merges_and_dismisses(admin_client, bank, filled):
     assert filled["b"].memory_id not in admin_client.get("/banks/user-alice/duplicates/?threshold=0.8"
                                                          ).content.decode()
     c = memory_retain(bank=bank, text="Bob repairs old bicycles.", actor="test").memory
+    job = find_again()
+    assert job.state == "succeeded" and job.result["full"] is False
+    assert job.result["scanned"] == 1  # only what was added since
     page = admin_client.get("/banks/user-alice/duplicates/?threshold=0.7").content.decode()
     assert c.memory_id in page
     bob = Memory.objects.get(text="Bob repairs bicycles.")

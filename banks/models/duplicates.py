@@ -1,0 +1,35 @@
+"""Near-duplicate pairs found by the background scan (banks.services.duplicate_scan).
+
+A pair is stored once, the lower primary key first, with the cosine similarity the scan measured.
+The review page clusters the pairs whose memories are still live; a merge archives memories (their
+pairs drop out of the page), a dismissal deletes the pairs among the dismissed memories.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F, Q
+
+from banks.models.banks import Bank
+from banks.models.memories import Memory
+
+
+class DuplicatePair(models.Model):
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="duplicate_pairs")
+    memory_a = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    memory_b = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+    found_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["bank", "memory_a", "memory_b"], name="duplicate_pair_unique_per_bank"),
+            models.CheckConstraint(condition=Q(memory_a__lt=F("memory_b")), name="duplicate_pair_ordered"),
+        ]
+        indexes = [
+            # The review page reads a bank's pairs, most similar first.
+            models.Index(fields=["bank", "-similarity"], name="duplicate_pair_bank_sim"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_a_id} ~ {self.memory_b_id} ({self.similarity:.3f})"

@@ -1,0 +1,157 @@
+"""Near-duplicate scan of a whole bank, as a job on the worker.
+
+Each batch of memories asks the HNSW index for every member's nearest live neighbours in one
+statement (a LATERAL nearest-neighbour subquery per row), keeps the pairs at or above the threshold
+and stores them (``DuplicatePair``). Memory stays bounded by the batch; each batch commits on its own.
+
+A scan is incremental when the previous successful scan of the bank used the same or a lower
+threshold: it then looks only at memories added (primary key above the previous scan's watermark)
+or changed since the previous scan began. Otherwise, or when asked, it starts over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from banks.models import Bank, DuplicatePair, Job, JobState, Memory
+from banks.selectors.neighbours import near_duplicate_threshold
+from banks.services.jobs import job_create, job_enqueue, job_is_stale
+from banks.vectors import distance_sql
+from memoryhub.errors import InvalidInput
+
+KIND = "duplicates"
+BATCH = 200
+NEIGHBOURS = 5  # per memory: a cluster bigger than this is still joined through its members' pairs
+DELETE_CHUNK = 5000
+
+
+@dataclass
+class ScanOutcome:
+    scanned: int
+    pairs: int
+    full: bool
+    threshold: float
+    through_pk: int
+    started_at: datetime
+
+    def result(self) -> dict[str, Any]:
+        return {"scanned": self.scanned, "pairs": self.pairs, "full": self.full, "threshold": self.threshold,
+                "through_pk": self.through_pk, "started_at": self.started_at.isoformat()}
+
+
+def duplicates_scan_start(*, bank: Bank, actor: str, threshold: Any = None, full: bool = False) -> Job:
+    """Queue a scan of the bank; while one is queued or running, that one is returned."""
+    threshold = _threshold(bank, threshold)
+    running = Job.objects.filter(bank=bank, kind=KIND, state__in=[JobState.QUEUED, JobState.RUNNING]).first()
+    if running is not None and not job_is_stale(running):
+        return running
+    job = job_create(kind=KIND, actor=actor, bank=bank, params={"threshold": threshold, "full": bool(full)})
+    from banks.tasks import find_duplicates
+
+    return job_enqueue(job=job, send=lambda: find_duplicates.delay(job.pk))
+
+
+def _threshold(bank: Bank, value: Any) -> float:
+    if value in (None, ""):
+        return near_duplicate_threshold(bank)
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("must be a number between 0.5 and 1", field="threshold") from None
+    if not 0.5 <= threshold <= 1.0:
+        raise InvalidInput("must be between 0.5 and 1", field="threshold")
+    return round(threshold, 4)
+
+
+def last_scan(bank: Bank) -> Job | None:
+    return Job.objects.filter(bank=bank, kind=KIND, state=JobState.SUCCEEDED).order_by("-finished_at", "-pk").first()
+
+
+def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
+                    progress: Callable[[int, int], None] | None = None) -> ScanOutcome:
+    started = timezone.now()
+    previous = last_scan(bank)
+    before = previous.result if previous is not None else {}
+    incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold)
+    through_pk = Memory.objects.filter(bank=bank).aggregate(top=Max("pk"))["top"] or 0
+    candidates = Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False, pk__lte=through_pk)
+    if incremental:
+        since = parse_datetime(before.get("started_at", "")) or started
+        candidates = candidates.filter(Q(pk__gt=int(before.get("through_pk", 0))) | Q(updated_at__gte=since))
+    else:
+        _forget_pairs(bank)
+    total = candidates.count()
+    done = pairs = 0
+    last_pk = 0
+    while True:
+        rows = list(candidates.filter(pk__gt=last_pk).order_by("pk").values_list("pk", "embedding_dims")[:BATCH])
+        if not rows:
+            break
+        last_pk = rows[-1][0]
+        by_dims: dict[int, list[int]] = {}
+        for pk, dims in rows:
+            by_dims.setdefault(int(dims or 0), []).append(pk)
+        with transaction.atomic():
+            if incremental:
+                # A changed memory's old pairs may no longer hold; its scan below finds the current ones.
+                batch = [pk for pk, _ in rows]
+                DuplicatePair.objects.filter(Q(memory_a_id__in=batch) | Q(memory_b_id__in=batch), bank=bank).delete()
+            found: dict[tuple[int, int], float] = {}
+            for dims, pks in by_dims.items():
+                for a, b, similarity in _nearest_pairs(bank, dims, pks, threshold):
+                    key = (min(a, b), max(a, b))
+                    found[key] = max(found.get(key, 0.0), similarity)
+            created = DuplicatePair.objects.bulk_create(
+                [DuplicatePair(bank=bank, memory_a_id=a, memory_b_id=b, similarity=s) for (a, b), s in found.items()],
+                ignore_conflicts=True)
+            pairs += len(created)
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    return ScanOutcome(scanned=done, pairs=pairs, full=not incremental, threshold=threshold, through_pk=through_pk,
+                       started_at=started)
+
+
+def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> list[tuple[int, int, float]]:
+    """(memory pk, neighbour pk, similarity) for each memory's nearest live neighbours above ``threshold``,
+    leaving out the pairs an operator marked as not duplicates."""
+    distance = distance_sql(dims, column="m.embedding", param="q.embedding")
+    # Vetted: {distance} and the dimension are int-cast (distance_sql); every value is a parameter.
+    sql = (
+        "SELECT q.id, n.id, n.similarity, "  # noqa: S608
+        "COALESCE(q.metadata->'_not_duplicate_of', '[]'::jsonb) ? n.memory_id "
+        "FROM banks_memory q CROSS JOIN LATERAL ("
+        f"  SELECT m.id, m.memory_id, 1 - {distance} AS similarity FROM banks_memory m"
+        f"  WHERE m.bank_id = %s AND m.embedding_dims = {int(dims)} AND m.embedding_model = q.embedding_model"
+        "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
+        f"  ORDER BY {distance} LIMIT %s"
+        ") n WHERE q.id = ANY(%s) AND q.bank_id = %s"
+    )
+    with connection.cursor() as cursor:
+        # Keep walking the shared graph until this bank's neighbours turn up (see banks.vectors).
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, NEIGHBOURS * 8)])
+        cursor.execute(sql, [bank.pk, NEIGHBOURS, pks, bank.pk])
+        rows = cursor.fetchall()
+    return [(a, b, round(float(s), 4)) for a, b, s, dismissed in rows if not dismissed and float(s) >= threshold]
+
+
+def _forget_pairs(bank: Bank) -> None:
+    """A full scan starts from nothing: the bank's pairs go, a chunk at a time."""
+    while True:
+        with transaction.atomic():
+            chunk = list(DuplicatePair.objects.filter(bank=bank).values_list("pk", flat=True)[:DELETE_CHUNK])
+            if not chunk:
+                return
+            DuplicatePair.objects.filter(pk__in=chunk).delete()
+
+
+__all__ = ["KIND", "ScanOutcome", "duplicates_scan", "duplicates_scan_start", "last_scan"]

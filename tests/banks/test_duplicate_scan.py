@@ -1,0 +1,98 @@
+"""Near-duplicate review covers the whole bank: the scan runs as a job on a real worker, is incremental,
+and the review page reads the stored pairs in a handful of queries."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from banks.content import content_hash
+from banks.models import Bank, DuplicatePair, Job, Memory
+from banks.services.memories import bank_embedder, memory_retain
+from tests.worker import wait_for
+
+OLD_PAIR = ("Alice Smith likes jazz and blues.", "Alice Smith likes jazz and blues music.")
+FILLERS = 450  # more than the newest 400 the review used to look at
+
+
+def _noise(rng: random.Random) -> str:
+    return " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(8))
+
+
+def _fill(bank: Bank) -> list[Memory]:
+    """The near-duplicate pair is the oldest of the bank, under hundreds of unrelated newer memories."""
+    rng = random.Random(13)
+    texts = [*OLD_PAIR, *(_noise(rng) for _ in range(FILLERS))]
+    embedder = bank_embedder(bank)
+    start = timezone.now() - timedelta(days=30)
+    rows = [Memory(bank=bank, memory_id=f"m{i:04d}", text=text, retained_at=start + timedelta(minutes=i),
+                   created_at=start, content_hash=content_hash(text), embedding=vector,
+                   embedding_model=embedder.name, embedding_dims=embedder.dimensions)
+            for i, (text, vector) in enumerate(zip(texts, embedder.embed(texts), strict=True))]
+    return Memory.objects.bulk_create(rows)
+
+
+def _finished(job_id: int) -> Job:
+    job = wait_for(lambda: Job.objects.filter(pk=job_id, state__in=Job.FINISHED).first(), timeout=120)
+    assert job.state == "succeeded", job.message
+    return job
+
+
+@pytest.mark.worker
+def test_the_whole_bank_is_scanned_on_the_worker_and_reviewed_from_stored_pairs(celery_worker, make_bank,
+                                                                                 django_user_model):
+    bank = make_bank("user-alice")
+    _fill(bank)
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    page_url = "/banks/user-alice/duplicates/?threshold=0.8"
+    assert "m0001" not in client.get(page_url).content.decode()
+
+    response = client.post("/banks/user-alice/duplicates/scan", {"threshold": "0.75"})
+    assert response.status_code == 302
+    job = Job.objects.get(kind="duplicates", bank=bank)
+    assert job.params == {"threshold": 0.75, "full": False}
+    job = _finished(job.pk)
+    assert job.progress_done == job.progress_total == FILLERS + 2
+    assert job.result["full"] is True and job.result["scanned"] == FILLERS + 2
+    assert list(DuplicatePair.objects.filter(bank=bank).values_list("memory_a__memory_id", "memory_b__memory_id")
+                ) == [("m0000", "m0001")]
+
+    # The page polls the job while it runs; once finished it asks for a reload.
+    status = client.get(f"/banks/user-alice/duplicates/scan/{job.pk}", HTTP_HX_REQUEST="true")
+    assert status.status_code == 200 and status["HX-Refresh"] == "true"
+    assert client.get("/banks/other/duplicates/scan/{job.pk}", HTTP_HX_REQUEST="true").status_code == 404
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(page_url).content.decode()
+    assert "m0000" in page and "m0001" in page and "1 cluster " in page
+    assert len(queries) <= 12, [q["sql"][:120] for q in queries]
+
+    # A memory added since: the next scan looks at it alone and finds its pair with an old memory.
+    filler = Memory.objects.get(bank=bank, memory_id="m0300")
+    added = memory_retain(bank=bank, text=filler.text + " again", actor="test", near_dedup=False).memory
+    client.post("/banks/user-alice/duplicates/scan", {"threshold": "0.75"})
+    second = _finished(Job.objects.filter(kind="duplicates").latest("pk").pk)
+    assert second.result["full"] is False and second.result["scanned"] == 1
+    page = client.get(page_url).content.decode()
+    assert added.memory_id in page and "2 clusters" in page
+
+    # Merging a cluster goes through the merge service; its pairs leave the page.
+    client.post("/banks/user-alice/duplicates/action", {"action": "merge", "ids": ["m0300", added.memory_id],
+                                                        "threshold": "0.8"})
+    added.refresh_from_db()
+    assert added.merged_into_id == filler.pk
+    page = client.get(page_url).content.decode()
+    assert added.memory_id not in page and "1 cluster " in page
+
+    # From scratch: the stored pairs are rebuilt, the merged memory is no longer live.
+    client.post("/banks/user-alice/duplicates/scan", {"threshold": "0.75", "full": "1"})
+    third = _finished(Job.objects.filter(kind="duplicates").latest("pk").pk)
+    assert third.result["full"] is True and third.result["scanned"] == FILLERS + 2
+    assert DuplicatePair.objects.filter(bank=bank).count() == 1
