@@ -96,3 +96,25 @@ def find_duplicates(job_id: int) -> None:
         job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
         raise
     job_finish(job=job, counts={"scanned": outcome.scanned, "pairs": outcome.pairs}, result=outcome.result())
+
+
+@shared_task(name="banks.remove_bank")
+def remove_bank(job_id: int) -> None:
+    """Delete a hidden bank's rows in chunks (banks.services.bank_removal)."""
+    from banks.models import Job
+    from banks.services.bank_removal import bank_removal_run
+    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_start
+
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.is_finished:
+        return
+    try:
+        try:
+            job = job_start(job=job)
+        except JobCancelled:
+            pass  # a deletion is not undone: the bank is already gone for every client
+        counts = bank_removal_run(job)
+    except Exception as exc:
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}; the deletion is taken up again by the job sweep")
+        raise
+    job_finish(job=job, counts=counts, result={"bank_id": job.params.get("bank_id"), "deleted": True, **counts})

@@ -54,7 +54,7 @@ def build(n: int, bank_id: str) -> None:
         # A previous run left its legal hold on both banks (the restore copies it): release it to start over.
         for hold_id in old.legal_holds.filter(released_at__isnull=True).values_list("hold_id", flat=True):
             hold_release(bank=old, hold_id=hold_id, actor="bench", reason="bench rerun")
-        bank_delete(bank=old, actor="bench", confirm=old.bank_id)
+        bank_delete(bank=old, actor="bench", confirm=old.bank_id, mode="now")
     bank = Bank.objects.create(bank_id=bank_id)
     with tempfile.TemporaryDirectory(prefix="memoryhub-bench-") as scratch:
         archive = Path(scratch) / "in.ama.jsonl"

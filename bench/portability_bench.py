@@ -71,7 +71,7 @@ def main() -> None:
     if old is not None:
         from banks.services.banks import bank_delete
 
-        bank_delete(bank=old, actor="bench", confirm=bank_id)
+        bank_delete(bank=old, actor="bench", confirm=bank_id, mode="now")
     bank = Bank.objects.create(bank_id=bank_id)
     with tempfile.TemporaryDirectory(prefix="memoryhub-bench-") as scratch:
         archive = Path(scratch) / "in.ama.jsonl"

@@ -105,11 +105,15 @@ def _export(job: Job) -> None:
         "path": report.path, "exported_count": report.exported_count})
 
 
-def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500) -> int:
-    """Re-embed every memory with the bank's current embedder (after a provider change)."""
+def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_pk: int = 0) -> int:
+    """Re-embed every memory with the bank's current embedder (after a provider change).
+
+    A batch at a time in primary-key order, each batch its own transaction; the job's counts carry
+    the last primary key done (``after_pk``), so a resumed job continues after it.
+    """
     embedder = bank_embedder(bank)
-    total = Memory.objects.filter(bank=bank).count()
-    done, last_pk = 0, 0
+    total = Memory.objects.filter(bank=bank, pk__gt=after_pk).count()
+    done, last_pk = 0, after_pk
     while True:
         rows = list(Memory.objects.filter(bank=bank, pk__gt=last_pk).order_by("pk").only("pk", "text")[:batch])
         if not rows:
@@ -122,12 +126,12 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500) -> int
         done += len(rows)
         last_pk = rows[-1].pk
         if job is not None:
-            job_progress(job=job, done=done, total=total)
+            job_progress(job=job, done=done, total=total, counts={"reembedded": done, "after_pk": last_pk})
     return done
 
 
 def _reembed(job: Job) -> None:
-    done = reembed_bank(bank=_bank(job), job=job)
+    done = reembed_bank(bank=_bank(job), job=job, after_pk=int(job.params.get("after_pk", 0)))
     job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
 
 

@@ -141,7 +141,7 @@ def job_detail(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def job_resume_view(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
-    """A failed or dead import or re-extraction continues in a new job after its last committed batch."""
+    """A failed or dead import, re-extraction or re-embed continues in a new job after its last committed batch."""
     bank = operator_bank(request, bank_id, "admin")
     job = Job.objects.filter(pk=job_id, bank=bank).first()
     if job is None:

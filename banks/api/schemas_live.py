@@ -169,3 +169,5 @@ class BankUpdateRequest(WireModel):
 class BankDeleteQuery(WireModel):
     confirm: str = ""
     reason: str = ""
+    # Always answer 202 with a job, whatever the bank's size (else only banks too big to delete in the request).
+    run_async: bool = Field(default=False, alias="async")

@@ -52,5 +52,14 @@ class BankApi(BankApiView):
     def delete(self, request: Request, bank_id: str) -> Response:
         query = self.query(request, BankDeleteQuery)
         bank = self.bank(request, bank_id, "admin", must_exist=True)
-        bank_delete(bank=bank, actor=self.actor(request), confirm=query.confirm, reason=query.reason)
-        return ok({"deleted": True, "bank_id": bank_id})
+        job = bank_delete(bank=bank, actor=self.actor(request), confirm=query.confirm, reason=query.reason,
+                          mode="async" if query.run_async else "auto")
+        if job is None:
+            return ok({"deleted": True, "bank_id": bank_id})
+        # Too big to delete inside the request: the bank is gone for every client now, its rows go on the
+        # worker. Poll the job at Location.
+        response = ok({"deleted": False, "accepted": True, "bank_id": bank_id, "job_id": job.pk,
+                       "state": job.state, "progress": {"done": job.progress_done, "total": job.progress_total}},
+                      status=202)
+        response["Location"] = f"/v1/jobs/{job.pk}?bank_id={bank_id}"
+        return response

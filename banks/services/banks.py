@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from banks.models import Bank, BankMembership, Memory
+from banks.models import Bank, BankMembership, Job
 from banks.services.audit import audit_record
+from banks.services.bank_removal import bank_hide, bank_removal_start, bank_remove_rows, sync_limit
 from banks.services.holds import ensure_not_held
 from banks.services.text_search import search_language_apply
 from banks.text_search import bank_language, check_language
 from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_bank_id, check_storable
 
-DELETE_CHUNK = 5000
 _EDITABLE = ("name", "description", "embedding_provider", "dedup_threshold", "config")
 
 
@@ -42,6 +41,8 @@ def bank_create(
     if existing is not None:
         if existing.deleted_at is None and get_existing:
             return existing
+        if existing.deleted_at is not None:
+            raise Conflict(f"Bank '{bank_id}' is being deleted; create it again once its deletion has finished")
         raise Conflict(f"Bank '{bank_id}' already exists")
     try:
         with transaction.atomic():
@@ -88,21 +89,21 @@ def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
     return bank
 
 
-def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "") -> None:
-    """Delete a bank and everything in it. ``confirm`` must repeat the bank id."""
+def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "", mode: str = "auto") -> Job | None:
+    """Delete a bank and everything in it. ``confirm`` must repeat the bank id.
+
+    The bank disappears at once for every client. A bank of at most ``sync_limit()`` memories is
+    removed before this returns (None); a bigger one by a job on the worker, which is returned (see
+    banks.services.bank_removal). ``mode`` "async" always starts a job, "now" never does (scripts).
+    """
+    if mode not in ("auto", "async", "now"):
+        raise InvalidInput("must be auto, async or now", field="mode")
     if confirm != bank.bank_id:
         raise InvalidInput(f"must repeat the bank id '{bank.bank_id}' to delete it", field="confirm")
     ensure_not_held(bank)
     count = bank.memories.count()
-    # Memories go first, a chunk at a time, so a million-memory bank never sits in memory at once.
-    while True:
-        with transaction.atomic():
-            chunk = list(bank.memories.order_by("pk").values_list("pk", flat=True)[:DELETE_CHUNK])
-            if not chunk:
-                break
-            Memory.objects.filter(pk__in=chunk).delete()
-    with transaction.atomic():
-        audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id],
-                     reason=reason, details={"bank_id": bank.bank_id, "memory_count": count,
-                                             "deleted_at": timezone.now().isoformat()})
-        bank.delete()
+    bank_hide(bank)
+    if mode == "async" or (mode == "auto" and count > sync_limit()):
+        return bank_removal_start(bank=bank, actor=actor, reason=reason, memory_count=count)
+    bank_remove_rows(bank=bank, actor=actor, reason=reason)
+    return None

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from banks.models import Bank
+from banks.providers import bank_embedder
 from banks.selectors.search_language import search_reindex_job
 from banks.selectors.stats import bank_cards, bank_overview
 from banks.services.banks import bank_create, bank_delete, bank_update
@@ -81,7 +82,8 @@ def bank_detail(request: HttpRequest, bank_id: str) -> HttpResponse:
                                           unit="retained"),
                "occurred_chart": day_chart(stats.get("occurred_days", []), stats.get("occurred_per_day", []),
                                            title="Memories by the day they happened", unit="occurred", css="bar-2"),
-               "can_admin": operator(request).can(bank_id, "admin"), **_language_context(bank)}
+               "can_admin": operator(request).can(bank_id, "admin"), **_language_context(bank),
+               "embedder_name": bank_embedder(bank).name}
     return render(request, "curation/bank_detail.html", context)
 
 
@@ -119,17 +121,23 @@ def bank_delete_view(request: HttpRequest, bank_id: str) -> HttpResponse:
     form = BankDeleteForm(request.POST, bank_id=bank.bank_id)
     if form.is_valid():
         try:
-            bank_delete(bank=bank, actor=actor(request), confirm=form.cleaned_data["confirm"],
-                        reason=form.cleaned_data["reason"])
+            job = bank_delete(bank=bank, actor=actor(request), confirm=form.cleaned_data["confirm"],
+                              reason=form.cleaned_data["reason"])
         except MemoryHubError as exc:
             form.add_error(None, exc.message)
         else:
-            messages.success(request, f"Bank {bank_id} and everything in it were deleted.")
+            if job is None:
+                messages.success(request, f"Bank {bank_id} and everything in it were deleted.")
+            else:
+                messages.success(request, f"Bank {bank_id} is gone from every list and route; its "
+                                          f"{job.progress_total} memories are being deleted in the background "
+                                          f"(job {job.pk}).")
             return redirect("curation:home")
     stats = bank_overview(bank)
     return render(request, "curation/bank_detail.html", {
         "bank": bank, "stats": stats, "tab": "overview", "delete_form": form, "delete_open": True,
-        "can_admin": True, **_language_context(bank)}, status=422)
+        "can_admin": True, **_language_context(bank),
+        "embedder_name": bank_embedder(bank).name}, status=422)
 
 
 @login_required

@@ -11,8 +11,9 @@ from rest_framework.response import Response
 from banks.api.base import BankApiView, ok
 from banks.api.wire import WireModel
 from banks.models import Job
+from banks.selectors.bank_jobs import bank_deletion_job
 from banks.services.jobs import job_cancel_request
-from memoryhub.errors import NotFound, Unprocessable
+from memoryhub.errors import BankNotFound, NotFound, Unprocessable
 from portability.formats.ama import AmaCountMismatch, AmaHeaderError
 from portability.formats.registry import UnknownFormat, max_decompressed_bytes, open_archive
 from portability.jobs import entities_reextract_start, job_resume, job_start_async
@@ -56,7 +57,7 @@ class ReextractRequest(WireModel):
 
 
 def job_body(job: Job) -> dict:
-    return {"job_id": job.pk, "kind": job.kind, "state": job.state, "bank_id": job.bank.bank_id if job.bank else None,
+    return {"job_id": job.pk, "kind": job.kind, "state": job.state, "bank_id": job.bank.bank_id if job.bank else job.params.get("bank_id"),
             "progress": {"done": job.progress_done, "total": job.progress_total, "percent": job.percent},
             "counts": job.counts, "errors": job.errors[:100], "result": job.result, "message": job.message,
             "created_at": job.created_at.isoformat(), "started_at": job.started_at.isoformat() if job.started_at
@@ -151,7 +152,13 @@ class ImportApi(BankApiView):
 
 class JobApi(BankApiView):
     def get(self, request: Request, job_id: int) -> Response:
-        bank = self.bank(request, self.query(request, JobQuery).bank_id, "read", must_exist=True)
+        bank_id = self.query(request, JobQuery).bank_id
+        try:
+            bank = self.bank(request, bank_id, "read", must_exist=True)
+        except BankNotFound:
+            # A bank being (or already) deleted: its deletion job stays visible to the bank's admins.
+            return ok(job_body(bank_deletion_job(principal=self.principal(request), bank_id=bank_id,
+                                                 job_id=job_id)))
         job = Job.objects.select_related("bank").filter(pk=job_id, bank=bank).first()
         if job is None:
             raise NotFound(f"job {job_id} not found")

@@ -25,7 +25,7 @@ from banks.services.jobs import STALE_AFTER, job_is_stale
 from memoryhub.errors import Conflict
 from portability.roots import portability_roots
 
-RESUMABLE = ("import", "reextract_entities")
+RESUMABLE = ("import", "reextract_entities", "reembed")
 
 
 def _queued_grace() -> timedelta:
@@ -76,7 +76,10 @@ def export_temp_files_remove(roots: list[Path] | None = None) -> int:
 
 
 def jobs_sweep() -> dict[str, int]:
-    return {**jobs_mark_dead(), "temp_files": export_temp_files_remove()}
+    from banks.services.bank_removal import bank_deletions_resume
+
+    dead = jobs_mark_dead()  # first, so a deletion whose worker died is seen as such and started again
+    return {**dead, "temp_files": export_temp_files_remove(), "deletions_resumed": bank_deletions_resume()}
 
 
 def job_resume_params(job: Job) -> dict[str, Any]:
@@ -92,6 +95,10 @@ def job_resume_params(job: Job) -> dict[str, Any]:
         # The checkpoint is written in the same transaction as each batch.
         after = max(int(job.result.get("after_pk", 0) or 0), int(job.params.get("after_pk", 0)))
         return {**job.params, "after_pk": after, "resume_of": job.pk}
+    if job.kind == "reembed":
+        # Its counts carry the last primary key of the last committed batch.
+        return {**job.params, "after_pk": int((job.counts or {}).get("after_pk", job.params.get("after_pk", 0))),
+                "resume_of": job.pk}
     # Progress is written after each batch commits, so progress_done counts the records already handled.
     done = max(int(job.progress_done or 0), int(job.params.get("skip_records", 0)))
     return {**job.params, "skip_records": done, "resume_of": job.pk}

@@ -1,0 +1,21 @@
+"""Jobs of a bank that is being (or has been) deleted: the bank row is hidden or gone, the job remains."""
+
+from __future__ import annotations
+
+from banks.access import Principal
+from banks.models import Job
+from memoryhub.errors import AccessDenied, BankNotFound, NotFound
+
+DELETION_KIND = "bank_delete"
+
+
+def bank_deletion_job(*, principal: Principal, bank_id: str, job_id: int) -> Job:
+    """The deletion job ``job_id`` of ``bank_id``, for a caller holding ``admin`` on that bank id."""
+    if "admin" not in principal.permissions_for(bank_id):
+        if "read" in principal.permissions_for(bank_id):
+            raise BankNotFound(bank_id)
+        raise AccessDenied(principal.label, "read", bank_id)
+    job = Job.objects.select_related("bank").filter(pk=job_id, kind=DELETION_KIND, params__bank_id=bank_id).first()
+    if job is None:
+        raise NotFound(f"job {job_id} not found")
+    return job

@@ -1,0 +1,130 @@
+"""Removing a bank's rows, a chunk at a time, in short transactions.
+
+The bank is first hidden (``deleted_at``): from then on no route finds it and nothing new can be
+written to it. Its rows then go in chunks of ``CHUNK``, each chunk its own transaction, so a
+million-memory bank never holds locks for long, never sits in memory at once, and other banks are
+never stalled. A small bank is removed inside the request; a big one by a job on the worker
+(``bank_delete`` jobs), whose progress counts memories. A deletion whose worker died is taken up
+again by the periodic job sweep (``bank_deletions_resume``): the work left is whatever rows remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Model, QuerySet
+from django.utils import timezone
+
+from banks.models import (
+    Bank,
+    DuplicatePair,
+    Entity,
+    EntityLink,
+    Job,
+    JobState,
+    MemoryLink,
+    MentalModel,
+    Observation,
+    WikiPage,
+)
+from banks.services.audit import audit_record
+from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
+
+KIND = "bank_delete"
+CHUNK = 1000
+
+
+def sync_limit() -> int:
+    """Banks with at most this many memories are deleted inside the request."""
+    return int(getattr(settings, "MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000))
+
+
+def bank_hide(bank: Bank) -> None:
+    now = timezone.now()
+    Bank.objects.filter(pk=bank.pk).update(deleted_at=now)
+    bank.deleted_at = now
+
+
+def bank_removal_start(*, bank: Bank, actor: str, reason: str, memory_count: int) -> Job:
+    job = job_create(kind=KIND, actor=actor, bank=bank, total=memory_count,
+                     params={"bank_id": bank.bank_id, "reason": reason, "memory_count": memory_count})
+    from banks.tasks import remove_bank
+
+    return job_enqueue(job=job, send=lambda: remove_bank.delay(job.pk))
+
+
+def _chunks(queryset: QuerySet[Model], on_chunk: Callable[[int], None] | None = None) -> int:
+    """Delete ``queryset`` CHUNK rows per transaction (cascades included); return how many went."""
+    model = queryset.model
+    removed = 0
+    while True:
+        with transaction.atomic():
+            # No ORDER BY: the next rows the index yields, without sorting what is left of the bank.
+            pks = list(queryset.values_list("pk", flat=True)[:CHUNK])
+            if not pks:
+                return removed
+            model._default_manager.filter(pk__in=pks).delete()
+        removed += len(pks)
+        if on_chunk is not None:
+            on_chunk(removed)
+
+
+def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
+                     progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Delete everything of a (hidden) bank, then the bank row; returns the counts removed."""
+    counts = {
+        # Rows that point at memories first, so each memory chunk cascades into little.
+        "duplicate_pairs": _chunks(DuplicatePair.objects.filter(bank=bank)),
+        "memory_links": _chunks(MemoryLink.objects.filter(bank=bank)),
+        "memories": _chunks(bank.memories.all(), progress),
+        "entity_links": _chunks(EntityLink.objects.filter(bank=bank)),
+        "entities": _chunks(Entity.objects.filter(bank=bank)),
+        "observations": _chunks(Observation.objects.filter(bank=bank)),
+        "mental_models": _chunks(MentalModel.objects.filter(bank=bank)),
+        "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank)),
+    }
+    with transaction.atomic():
+        audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id],
+                     reason=reason, details={"bank_id": bank.bank_id, "memory_count": counts["memories"],
+                                             "deleted_at": timezone.now().isoformat(), "counts": counts})
+        # What is left is small (memberships, holds, policy, webhook sources): one cascade.
+        Bank.objects.filter(pk=bank.pk).delete()
+    return counts
+
+
+def bank_removal_run(job: Job) -> dict[str, int]:
+    """The worker's side of a ``bank_delete`` job. A cancel request cannot stop a deletion half-way
+    (the bank is already gone for every client), so it is noted and the deletion goes on."""
+    bank = Bank.objects.filter(pk=job.bank_id).first() if job.bank_id else None
+    if bank is None:
+        return {"memories": 0}
+    total = int(job.params.get("memory_count") or 0)
+
+    def progress(done: int) -> None:
+        try:
+            job_progress(job=job, done=done, total=max(total, done))
+        except JobCancelled:
+            pass
+
+    return bank_remove_rows(bank=bank, actor=job.created_by or "worker", reason=job.params.get("reason", ""),
+                            progress=progress)
+
+
+def bank_deletions_resume() -> int:
+    """Start again the deletions whose job died (the periodic job sweep calls this); returns how many."""
+    resumed = 0
+    for bank in Bank.objects.filter(deleted_at__isnull=False, deleted_at__lt=timezone.now() - timedelta(minutes=1)):
+        jobs = Job.objects.filter(bank=bank, kind=KIND)
+        if any(j.state == JobState.QUEUED or (j.state == JobState.RUNNING and not job_is_stale(j)) for j in jobs):
+            continue
+        bank_removal_start(bank=bank, actor="system", reason="resumed deletion",
+                           memory_count=bank.memories.count())
+        resumed += 1
+    return resumed
+
+
+__all__ = ["CHUNK", "KIND", "bank_deletions_resume", "bank_hide", "bank_remove_rows", "bank_removal_run",
+           "bank_removal_start", "sync_limit"]
