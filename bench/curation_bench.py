@@ -46,10 +46,28 @@ def timed(client: Client, url: str, runs: int) -> tuple[float, float, int]:
     return statistics.median(times), times[int(0.95 * (len(times) - 1))], queries
 
 
+def slowest(client: Client, url: str, top: int = 3) -> None:
+    """The page's slowest statements, with any sequential scan or sort PostgreSQL chose for them."""
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    for query in sorted(captured.captured_queries, key=lambda q: -float(q["time"]))[:top]:
+        sql = query["sql"]
+        line = f"      {float(query['time']) * 1000:6.1f} ms  {sql[:150]}"
+        if sql.lstrip().upper().startswith("SELECT"):
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN " + sql)
+                plan = [r[0].strip() for r in cursor.fetchall()]
+            notes = [p for p in plan if "Seq Scan" in p or p.startswith("-> Sort") or "Sort " in p[:8]]
+            if notes:
+                line += "\n         plan: " + " | ".join(notes[:3])
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bank", required=True)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--explain", action="store_true", help="print each page's slowest statements and plans")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["testserver"]
     bank = Bank.objects.get(bank_id=args.bank)
@@ -68,12 +86,22 @@ def main() -> None:
         "hybrid search": f"/banks/{bank.bank_id}/memories/?q=memory+about+topic+42",
         "memory detail": f"/banks/{bank.bank_id}/memories/{sample.memory_id}/",
         "bank overview": f"/banks/{bank.bank_id}/",
+        "time travel": f"/banks/{bank.bank_id}/time/?q=memory+about+topic+42",
+        "audit log (bank)": f"/audit/?bank={bank.bank_id}",
+        "near-duplicate review": f"/banks/{bank.bank_id}/duplicates/",
     }
+    from banks.models import AuditEvent
+
+    deep_event = AuditEvent.objects.filter(bank_ref=bank.bank_id).order_by("-created_at", "-id")[5000:5001].first()
+    if deep_event is not None:
+        pages["audit log, 5000 events deep"] = f"/audit/?bank={bank.bank_id}&before={deep_event.pk}"
     total = Memory.objects.filter(bank=bank).count()
     print(f"bank {bank.bank_id}: {total} memories, {args.runs} runs per page")
     for label, url in pages.items():
         p50, p95, queries = timed(client, url, args.runs)
         print(f"{label:>28}: p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  {queries} queries")
+        if args.explain:
+            slowest(client, url)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
-"""Near-duplicate pairs found by the background scan, kept per bank for the review page."""
+"""Near-duplicate pairs found by the background scan, kept per bank for the review page; indexes that
+keep time travel and the audit page from reading a whole bank (built concurrently: writes go on)."""
 
 import django.db.models.deletion
+from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
+
     dependencies = [
         ("banks", "0011_shared_cache_table"),
     ]
@@ -32,5 +36,19 @@ class Migration(migrations.Migration):
                                            name="duplicate_pair_ordered"),
                 ],
             },
+        ),
+        AddIndexConcurrently(
+            model_name="memory",
+            index=models.Index(condition=models.Q(("archived_at__isnull", False)), fields=["bank", "archived_at"],
+                               name="memory_bank_archived"),
+        ),
+        AddIndexConcurrently(
+            model_name="memory",
+            index=models.Index(condition=models.Q(("forgotten_at__isnull", False)), fields=["bank", "forgotten_at"],
+                               name="memory_bank_forgotten"),
+        ),
+        AddIndexConcurrently(
+            model_name="auditevent",
+            index=models.Index(fields=["bank_ref", "-created_at", "-id"], name="audit_bank_ref_created"),
         ),
     ]

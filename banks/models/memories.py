@@ -95,6 +95,11 @@ class Memory(EmbeddedText):
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
             # The changes feed reads a bank in (updated_at, id) order.
             models.Index(fields=["bank", "updated_at", "id"], name="memory_bank_changed"),
+            # Time travel and the archived list look for what was archived or forgotten, a small part of a bank.
+            models.Index(fields=["bank", "archived_at"], name="memory_bank_archived",
+                         condition=Q(archived_at__isnull=False)),
+            models.Index(fields=["bank", "forgotten_at"], name="memory_bank_forgotten",
+                         condition=Q(forgotten_at__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -28,6 +28,8 @@ class AuditEvent(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["bank", "-created_at"], name="audit_bank_created"),
+            # The audit page filtered by bank id (kept as text, so it outlives the bank), newest first.
+            models.Index(fields=["bank_ref", "-created_at", "-id"], name="audit_bank_ref_created"),
             GinIndex(fields=["target_ids"], name="audit_target_ids_gin"),
         ]
 

@@ -20,7 +20,7 @@ from banks.access import PERMISSIONS
 from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
 from banks.selectors.ego import ego_graph
 from banks.selectors.graph import graph_search
-from banks.selectors.memories import exact_count
+from banks.selectors.memories import bounded_count
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
@@ -82,14 +82,16 @@ def time_travel(request: HttpRequest, bank_id: str) -> HttpResponse:
     removed_rows = seen.filter(Q(forgotten_at__gt=a, forgotten_at__lte=b) | Q(archived_at__gt=a, archived_at__lte=b))
     added = list(added_rows.order_by("-retained_at")[:SHOWN])
     removed = list(removed_rows.order_by("-updated_at")[:SHOWN])
-    # The lists show the latest SHOWN; the headings say of how many (exactly, when it is quick to count).
-    added_total = len(added) if len(added) < SHOWN else exact_count(added_rows)
-    removed_total = len(removed) if len(removed) < SHOWN else exact_count(removed_rows)
+    # The lists show the latest SHOWN; the headings say of how many, counted up to COUNT_CAP (a week of a
+    # busy bank can hold a million memories: counting them all on every view would read them all).
+    added_total, added_more = (len(added), False) if len(added) < SHOWN else bounded_count(added_rows)
+    removed_total, removed_more = (len(removed), False) if len(removed) < SHOWN else bounded_count(removed_rows)
     hits = recall_bank(bank, query, max_results=20, filters=RecallFilters(as_of=b),
                        include_directives=False).hits if query else []
     return render(request, "curation/time_travel.html", {
         "bank": bank, "a": a, "b": b, "added": added, "removed": removed, "q": query, "hits": hits,
-        "added_total": added_total, "removed_total": removed_total,
+        "added_total": added_total, "removed_total": removed_total, "added_more": added_more,
+        "removed_more": removed_more,
         "tab": "time"})
 
 
@@ -108,9 +110,13 @@ def _audit_rows(request: HttpRequest):  # noqa: ANN202
 @login_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     rows = _audit_rows(request)
-    before = request.GET.get("before")
-    if before and before.isdigit():
-        rows = rows.filter(id__lt=int(before))
+    before = request.GET.get("before", "")
+    cursor = AuditEvent.objects.filter(pk=int(before)).values_list("created_at", flat=True).first() \
+        if before.isdigit() else None
+    if cursor is not None:
+        # Keyset on (created_at, id), the page's order: the bound on created_at is an index condition,
+        # so a page deep in a long log starts where the last one stopped instead of walking to it.
+        rows = rows.filter(created_at__lte=cursor).filter(Q(created_at__lt=cursor) | Q(id__lt=int(before)))
     page = list(rows[:101])
     return render(request, "curation/audit.html", {"events": page[:100], "more": len(page) > 100,
                                                    "next": page[99].pk if len(page) > 100 else None,
