@@ -49,6 +49,8 @@ class Observation(EmbeddedText):
 class ObservationEvidence(models.Model):
     """One memory supporting an observation, with the time the trend counts it at."""
 
+    # The observation's bank, repeated for distribution by bank; a trigger fills it when an insert leaves it out.
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
     observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="evidence")
     memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL)
     # Kept even when the memory is forgotten, so provenance survives.
@@ -58,7 +60,7 @@ class ObservationEvidence(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["observation", "memory_ref"], name="observation_evidence_unique")
+            models.UniqueConstraint(fields=["bank", "observation", "memory_ref"], name="observation_evidence_unique")
         ]
         indexes = [models.Index(fields=["memory_ref"], name="evidence_memory_ref")]
 
@@ -115,6 +117,8 @@ class MentalModel(models.Model):
 class MentalModelRevision(models.Model):
     """An append-only snapshot. Never edited: reverting writes a new revision."""
 
+    # The model's bank, repeated for distribution by bank; a trigger fills it when an insert leaves it out.
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
     model = models.ForeignKey(MentalModel, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
     title = models.CharField(max_length=500)
@@ -130,7 +134,7 @@ class MentalModelRevision(models.Model):
 
     class Meta:
         ordering = ["model", "-number"]
-        constraints = [models.UniqueConstraint(fields=["model", "number"], name="revision_number_unique")]
+        constraints = [models.UniqueConstraint(fields=["bank", "model", "number"], name="revision_number_unique")]
 
     def __str__(self) -> str:
         return f"{self.model_id} r{self.number}"

@@ -131,11 +131,14 @@ class Entity(models.Model):
 
 
 class MemoryEntity(models.Model):
+    # The memory's bank, repeated so rows can be distributed by bank (docs/scaling.md). Services set it;
+    # a database trigger fills it from the memory for any insert that leaves it out (migration 0015).
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE)
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="memory_entity_unique")]
+        constraints = [models.UniqueConstraint(fields=["bank", "memory", "entity"], name="memory_entity_unique")]
 
     def __str__(self) -> str:
         return f"{self.memory_id} mentions {self.entity_id}"
@@ -153,7 +156,7 @@ class EntityLink(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["entity_a", "entity_b", "link_type"], name="entity_link_unique")
+            models.UniqueConstraint(fields=["bank", "entity_a", "entity_b", "link_type"], name="entity_link_unique")
         ]
 
     def __str__(self) -> str:
@@ -173,7 +176,7 @@ class MemoryLink(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["source", "target", "link_type"], name="memory_link_unique")
+            models.UniqueConstraint(fields=["bank", "source", "target", "link_type"], name="memory_link_unique")
         ]
 
     def __str__(self) -> str:

@@ -37,9 +37,10 @@ def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
         return []
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO banks_memoryentity (memory_id, entity_id) SELECT %s, unnest(%s::bigint[]) "
+            "INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT m.bank_id, m.id, unnest(%s::bigint[]) FROM banks_memory m WHERE m.id = %s "
             "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
-            [memory_pk, entity_pks],
+            [entity_pks, memory_pk],
         )
         linked = [row[0] for row in cursor.fetchall()]
     if linked:

@@ -121,7 +121,7 @@ def mental_model_save_revision(
                            "reload it and apply the change again", current_revision=current)
         model.refresh_from_db()
         MentalModelRevision.objects.create(
-            model=model, number=model.revision, title=model.title, scope=model.scope, content=content,
+            bank_id=model.bank_id, model=model, number=model.revision, title=model.title, scope=model.scope, content=content,
             structured_doc=model.structured_doc, source_ids=list(model.source_ids), operations=operations,
             change_summary=change_summary, action=action, author=actor,
         )

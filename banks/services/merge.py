@@ -52,7 +52,8 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         link_memory_entities(survivor.pk, list(
             MemoryEntity.objects.filter(memory_id__in=other_pks).values_list("entity_id", flat=True).distinct()))
         ObservationEvidence.objects.bulk_create(
-            [ObservationEvidence(observation_id=e.observation_id, memory_ref=survivor.memory_id, memory=survivor,
+            [ObservationEvidence(bank=bank, observation_id=e.observation_id, memory_ref=survivor.memory_id,
+                                 memory=survivor,
                                  evidence_at=e.evidence_at)
              for e in ObservationEvidence.objects.filter(memory_ref__in=[o.memory_id for o in others],
                                                          observation__bank=bank)],

@@ -75,7 +75,8 @@ def attach_evidence(observation: Observation, memory_ids: Iterable[str], *, at: 
         memory = memories.get(memory_id)
         when = at or (memory.occurred_at or memory.created_at if memory else timezone.now())
         _, created = ObservationEvidence.objects.get_or_create(
-            observation=observation, memory_ref=memory_id, defaults={"memory": memory, "evidence_at": when},
+            observation=observation, memory_ref=memory_id,
+            defaults={"bank_id": observation.bank_id, "memory": memory, "evidence_at": when},
         )
         added += int(created)
     return added
