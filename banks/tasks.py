@@ -72,6 +72,14 @@ def lifecycle_sweep() -> list[int]:
     return lifecycle_run_all()
 
 
+@shared_task(name="banks.rescan_duplicates")
+def rescan_duplicates() -> list[int]:
+    """Incremental near-duplicate scans of the banks that changed since their last one (Celery beat)."""
+    from banks.services.duplicate_scan import duplicates_rescan_all
+
+    return duplicates_rescan_all()
+
+
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""

@@ -240,8 +240,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # `celery -A memoryhub beat`). Every bank's lifecycle policy, once a day by default; jobs whose worker
 # died are failed (and offered resume), orphan queued jobs and export temp files cleaned.
 MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
+# Banks whose near-duplicates were searched once are searched again (incrementally) this often.
+MEMORYHUB_DUPLICATE_RESCAN_SECONDS = env_int("MEMORYHUB_DUPLICATE_RESCAN_SECONDS", 24 * 3600)
+# A bank with more memories than this is deleted by a job (202) rather than inside the request.
+MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
+    "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

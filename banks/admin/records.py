@@ -12,7 +12,7 @@ from django.utils.html import format_html_join
 from banks import models
 from banks.admin.memories import admin_actor, full_text
 from banks.admin.scale import FixedChoicesFilter, IndexedValuesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
-from banks.services.banks import bank_update
+from banks.services.banks import bank_delete, bank_update
 from banks.services.observations import observation_invalidate
 from banks.services.tokens import token_revoke
 
@@ -38,7 +38,29 @@ class BankAdmin(ScaledAdmin):
         return False  # banks are created by retain, the API or the curation UI
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # deleting a bank asks to repeat its id: the curation UI and the API do that
+        # Superusers only, through the bank's own delete page (its confirmation step); the deletion
+        # itself is the service's, as from the API and the curation UI.
+        return bool(request.user.is_superuser) and (obj is None or obj.deleted_at is None)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[list[str], dict[str, int], set[str],
+                                                                              list[str]]:
+        """A summary, not Django's list of every related row (a million memories would be listed)."""
+        from banks.selectors.holds import active_hold_ids
+        from banks.selectors.memories import bounded_count
+
+        summary, protected = [], []
+        for bank in objs:
+            n, more = bounded_count(bank.memories.all())
+            summary.append(f"{bank.bank_id}: {n}{'+' if more else ''} memories and everything else in the bank")
+            if active_hold_ids(bank):
+                protected.append(f"{bank.bank_id} is under a legal hold")
+        return summary, {"banks": len(summary)}, set(), protected
+
+    def delete_model(self, request: HttpRequest, obj: models.Bank) -> None:
+        job = bank_delete(bank=obj, actor=admin_actor(request), confirm=obj.bank_id, reason="admin")
+        if job is not None:
+            self.message_user(request, f"Bank {obj.bank_id} is gone from every route; its memories are being "
+                                       f"deleted in the background (job {job.pk}).", messages.INFO)
 
     def save_model(self, request: HttpRequest, obj: models.Bank, form: Any, change: bool) -> None:
         bank_update(bank=models.Bank.objects.get(pk=obj.pk), actor=admin_actor(request),

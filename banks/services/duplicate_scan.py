@@ -71,6 +71,22 @@ def _threshold(bank: Bank, value: Any) -> float:
     return round(threshold, 4)
 
 
+def duplicates_rescan_all(actor: str = "system") -> list[int]:
+    """Queue an incremental scan of every bank searched before that has memories added or changed since
+    (Celery beat); returns the jobs started."""
+    started = []
+    for bank in Bank.objects.active().filter(jobs__kind=KIND, jobs__state=JobState.SUCCEEDED).distinct():
+        scan = last_scan(bank)
+        if scan is None:
+            continue
+        since = parse_datetime(scan.result.get("started_at", "")) or scan.finished_at
+        fresh = Memory.objects.live().filter(bank=bank).filter(
+            Q(pk__gt=int(scan.result.get("through_pk", 0))) | Q(updated_at__gte=since))
+        if fresh.exists():
+            started.append(duplicates_scan_start(bank=bank, actor=actor, threshold=scan.result.get("threshold")).pk)
+    return started
+
+
 def last_scan(bank: Bank) -> Job | None:
     return Job.objects.filter(bank=bank, kind=KIND, state=JobState.SUCCEEDED).order_by("-finished_at", "-pk").first()
 
@@ -154,4 +170,4 @@ def _forget_pairs(bank: Bank) -> None:
             DuplicatePair.objects.filter(pk__in=chunk).delete()
 
 
-__all__ = ["KIND", "ScanOutcome", "duplicates_scan", "duplicates_scan_start", "last_scan"]
+__all__ = ["KIND", "ScanOutcome", "duplicates_rescan_all", "duplicates_scan", "duplicates_scan_start", "last_scan"]

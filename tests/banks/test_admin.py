@@ -160,3 +160,25 @@ def test_removal_in_the_admin_is_only_service_backed(admin_client, bank):
     memory.refresh_from_db()
     assert memory.forgotten_at is not None
     assert models.AuditEvent.objects.filter(action="memory.forget", target_ids=[memory.memory_id]).exists()
+
+
+def test_a_bank_deleted_in_the_admin_goes_through_the_service(admin_client, django_assert_max_num_queries):
+    from banks.services.holds import hold_set
+
+    bank = bank_create(bank_id="doomed", actor="test")
+    models.Memory.objects.bulk_create([
+        models.Memory(bank=bank, memory_id=f"m{n}", text=f"note {n}", content_hash=content_hash(f"note {n}"),
+                      retained_at=timezone.now(), created_at=timezone.now()) for n in range(30)])
+    with django_assert_max_num_queries(MAX_QUERIES):
+        page = admin_client.get(f"/admin/banks/bank/{bank.pk}/delete/").content.decode()
+    assert "doomed: 30 memories and everything else in the bank" in page
+    hold_set(bank=bank, hold_id="case-1", reason="litigation", set_by="legal", actor="test")
+    held = admin_client.get(f"/admin/banks/bank/{bank.pk}/delete/").content.decode()
+    assert "doomed is under a legal hold" in held
+    admin_client.post(f"/admin/banks/bank/{bank.pk}/delete/", {"post": "yes"})
+    assert models.Bank.objects.filter(pk=bank.pk).exists()  # the hold protects it
+    models.LegalHold.objects.filter(bank=bank).update(released_at=timezone.now())
+    response = admin_client.post(f"/admin/banks/bank/{bank.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not models.Bank.objects.filter(pk=bank.pk).exists()
+    assert models.AuditEvent.objects.filter(action="bank.delete", bank_ref="doomed", reason="admin").exists()

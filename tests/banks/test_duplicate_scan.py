@@ -96,3 +96,26 @@ def test_the_whole_bank_is_scanned_on_the_worker_and_reviewed_from_stored_pairs(
     third = _finished(Job.objects.filter(kind="duplicates").latest("pk").pk)
     assert third.result["full"] is True and third.result["scanned"] == FILLERS + 2
     assert DuplicatePair.objects.filter(bank=bank).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_periodic_rescan_looks_again_only_at_banks_that_changed(make_bank, django_capture_on_commit_callbacks):
+    from banks.services.duplicate_scan import duplicates_rescan_all, duplicates_scan_start
+    from banks.tasks import rescan_duplicates
+
+    bank, quiet = make_bank("user-alice"), make_bank("user-quiet")
+    never = make_bank("user-never")
+    for b in (bank, quiet, never):
+        memory_retain(bank=b, text=OLD_PAIR[0], actor="test")
+    with django_capture_on_commit_callbacks(execute=True):
+        duplicates_scan_start(bank=bank, actor="test", threshold=0.75)
+        duplicates_scan_start(bank=quiet, actor="test", threshold=0.75)
+    assert duplicates_rescan_all() == []  # nothing changed since
+    memory_retain(bank=bank, text=OLD_PAIR[1], actor="test", near_dedup=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        started = rescan_duplicates()
+    assert len(started) == 1
+    job = Job.objects.get(pk=started[0])
+    assert job.bank == bank and job.state == "succeeded", job.message
+    assert job.result["full"] is False and job.result["scanned"] == 1 and job.result["pairs"] == 1
+    assert not Job.objects.filter(kind="duplicates", bank=never).exists()
