@@ -32,6 +32,7 @@ from banks.models import (
 )
 from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
+from memoryhub.queue import send_task
 
 KIND = "bank_delete"
 CHUNK = 1000
@@ -51,9 +52,7 @@ def bank_hide(bank: Bank) -> None:
 def bank_removal_start(*, bank: Bank, actor: str, reason: str, memory_count: int) -> Job:
     job = job_create(kind=KIND, actor=actor, bank=bank, total=memory_count,
                      params={"bank_id": bank.bank_id, "reason": reason, "memory_count": memory_count})
-    from banks.tasks import remove_bank
-
-    return job_enqueue(job=job, send=lambda: remove_bank.delay(job.pk))
+    return job_enqueue(job=job, send=lambda: send_task("banks.remove_bank", job.pk))
 
 
 def _chunks(queryset: QuerySet[Model], on_chunk: Callable[[int], None] | None = None) -> int:

@@ -26,6 +26,7 @@ from banks.selectors.neighbours import near_duplicate_threshold
 from banks.services.jobs import job_create, job_enqueue, job_is_stale
 from banks.vectors import distance_sql
 from memoryhub.errors import InvalidInput
+from memoryhub.queue import send_task
 
 KIND = "duplicates"
 BATCH = 200
@@ -54,9 +55,7 @@ def duplicates_scan_start(*, bank: Bank, actor: str, threshold: Any = None, full
     if running is not None and not job_is_stale(running):
         return running
     job = job_create(kind=KIND, actor=actor, bank=bank, params={"threshold": threshold, "full": bool(full)})
-    from banks.tasks import find_duplicates
-
-    return job_enqueue(job=job, send=lambda: find_duplicates.delay(job.pk))
+    return job_enqueue(job=job, send=lambda: send_task("banks.find_duplicates", job.pk))
 
 
 def _threshold(bank: Bank, value: Any) -> float:
