@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) bench/portability_bench.py --memories $(BENCH_MEMORIES)
 	$(PY) bench/recall_http_bench.py --bank import-bench-$(BENCH_MEMORIES)
 	$(PY) bench/recall_http_bench.py --memories $(BENCH_MEMORIES) --banks $(BENCH_BANKS)
+	$(PY) bench/duplicates_bench.py --bank import-bench-$(BENCH_MEMORIES)
 	$(PY) bench/curation_bench.py --bank import-bench-$(BENCH_MEMORIES)
 
 lint: $(STAMP)
