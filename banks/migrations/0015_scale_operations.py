@@ -93,6 +93,16 @@ class Migration(migrations.Migration):
                                name="memory_bank_forgotten"),
         ),
         AddIndexConcurrently(
+            model_name="memory",
+            index=models.Index(fields=["bank", "id"], name="memory_bank_pk"),
+        ),
+        # The foreign key's own index on bank_id alone is now redundant (memory_bank_pk leads with it).
+        migrations.AlterField(
+            model_name="memory", name="bank",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
+                                    related_name="memories", to="banks.bank"),
+        ),
+        AddIndexConcurrently(
             model_name="auditevent",
             index=models.Index(fields=["bank_ref", "-created_at", "-id"], name="audit_bank_ref_created"),
         ),

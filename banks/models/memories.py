@@ -46,7 +46,8 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 
 
 class Memory(EmbeddedText):
-    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories")
+    # Indexed by memory_bank_pk (bank, id) below, which also serves lookups by bank alone.
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories", db_index=False)
     memory_id = models.CharField(max_length=255)
     text = models.TextField()
     fact_type = models.CharField(max_length=64, default="world")
@@ -95,6 +96,9 @@ class Memory(EmbeddedText):
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
             # The changes feed reads a bank in (updated_at, id) order.
             models.Index(fields=["bank", "updated_at", "id"], name="memory_bank_changed"),
+            # Whole-bank jobs (re-embed, near-duplicate scan) walk a bank in primary-key order, a batch at a
+            # time: without it each batch sorts what is left of the bank, or walks other banks' rows.
+            models.Index(fields=["bank", "id"], name="memory_bank_pk"),
             # Time travel and the archived list look for what was archived or forgotten, a small part of a bank.
             models.Index(fields=["bank", "archived_at"], name="memory_bank_archived",
                          condition=Q(archived_at__isnull=False)),

@@ -96,7 +96,9 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
     previous = last_scan(bank)
     before = previous.result if previous is not None else {}
     incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold)
-    through_pk = Memory.objects.filter(bank=bank).aggregate(top=Max("pk"))["top"] or 0
+    # The newest primary key of the whole table (one step down the primary key): rows above it are new
+    # since this scan, whatever their bank.
+    through_pk = Memory.objects.aggregate(top=Max("pk"))["top"] or 0
     candidates = Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False, pk__lte=through_pk)
     if incremental:
         since = parse_datetime(before.get("started_at", "")) or started

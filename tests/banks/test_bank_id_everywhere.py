@@ -59,7 +59,8 @@ def test_unique_constraints_between_bank_tables_lead_with_bank_id():
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_backfills_bank_id_for_existing_rows():
     executor = MigrationExecutor(connection)
-    before = [("banks", "0011_shared_cache_table")]
+    scale = executor.loader.get_migration("banks", "0015_scale_operations")
+    before = [dep for dep in scale.dependencies if dep[0] == "banks"]  # the state just before it
     latest = executor.loader.graph.leaf_nodes("banks")
     executor.migrate(before)
     try:
