@@ -55,7 +55,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0013_recall_usage_and_ingest_state"),
+        ("banks", "0014_text_search_language"),
     ]
 
     operations = [
