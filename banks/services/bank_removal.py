@@ -19,6 +19,7 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from banks.models import (
+    AuditEvent,
     Bank,
     DuplicatePair,
     Entity,
@@ -28,6 +29,7 @@ from banks.models import (
     MemoryLink,
     MentalModel,
     Observation,
+    WebhookDelivery,
     WikiPage,
 )
 from banks.services.audit import audit_record
@@ -71,6 +73,17 @@ def _chunks(queryset: QuerySet[Model], on_chunk: Callable[[int], None] | None = 
             on_chunk(removed)
 
 
+def _detach_audit(bank: Bank) -> int:
+    """The bank's audit events outlive it (they keep ``bank_ref``): unlinked a chunk at a time rather
+    than by the final cascade, which would rewrite every one of them in one transaction."""
+    detached = 0
+    while True:
+        pks = list(AuditEvent.objects.filter(bank=bank).values_list("pk", flat=True)[:CHUNK * 5])
+        if not pks:
+            return detached
+        detached += AuditEvent.objects.filter(pk__in=pks).update(bank=None)
+
+
 def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
                      progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Delete everything of a (hidden) bank, then the bank row; returns the counts removed."""
@@ -84,6 +97,8 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
         "observations": _chunks(Observation.objects.filter(bank=bank)),
         "mental_models": _chunks(MentalModel.objects.filter(bank=bank)),
         "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank)),
+        "webhook_deliveries": _chunks(WebhookDelivery.objects.filter(source__bank=bank)),
+        "audit_events_kept": _detach_audit(bank),
     }
     with transaction.atomic():
         audit_record(actor=actor, action="bank.delete", bank=None, bank_ref=bank.bank_id, target_ids=[bank.bank_id],

@@ -70,6 +70,9 @@ def test_a_big_bank_is_deleted_by_a_job_with_progress(celery_worker, make_bank, 
     assert Memory.objects.filter(bank=other).count() == 51 and Entity.objects.filter(bank=other).count() >= 2
     assert MemoryEntity.objects.filter(memory__bank=other).exists()
     assert DuplicatePair.objects.filter(bank=other).count() == MemoryLink.objects.filter(bank=other).count() == 1
+    # The bank's audit trail outlives it, unlinked from the row but still named.
+    kept = AuditEvent.objects.filter(bank_ref="team-big", action="memory.retain")
+    assert kept.exists() and not kept.filter(bank__isnull=False).exists()
     event = AuditEvent.objects.get(action="bank.delete", bank_ref="team-big")
     assert event.reason == "project closed" and event.details["memory_count"] == BIG + 1
 

@@ -17,7 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
 from banks.content import content_hash
-from banks.models import Bank, Memory
+from banks.models import Bank, Entity, Memory
 from banks.services.memories import bank_embedder, memory_retain
 from memoryhub.replica import REPLICA_ALIAS, lagging_reads, read_connection
 
@@ -79,6 +79,7 @@ def _store_on_replica(bank: Bank, text: str) -> None:
         content_hash=content_hash(text), embedding=embedder.embed([text])[0], embedding_model=embedder.name,
         embedding_dims=embedder.dimensions,
     )
+    Entity.objects.using(REPLICA_ALIAS).create(bank_id=bank.pk, entity_id="ortega", name="Harbourmaster Ortega")
 
 
 def _recall_texts(api) -> list[str]:  # noqa: ANN001
@@ -106,8 +107,9 @@ def test_recall_answers_from_the_replica_while_writes_stay_on_the_primary(replic
 
     # Every arm (semantic, keyword) and the hydration of the hits ran on the replica.
     assert _recall_texts(api) == [REPLICA_TEXT]
-    graph = api.post("/v1/graph/search", {"query": "harbour", "bank_id": "user-alice"})
+    graph = api.post("/v1/graph/search", {"query": "Harbourmaster", "bank_id": "user-alice"})
     assert graph.status_code == 200, graph.content
+    assert [e["name"] for e in graph.json()["entities"]] == ["Harbourmaster Ortega"]  # only the replica has it
 
     # Retain's duplicate checks read the primary: the replica's text is new there, the primary's is not.
     stored = api.post("/v1/retain", {"content": REPLICA_TEXT, "bank_id": "user-alice"}).json()
