@@ -19,3 +19,14 @@ def bank_deletion_job(*, principal: Principal, bank_id: str, job_id: int) -> Job
     if job is None:
         raise NotFound(f"job {job_id} not found")
     return job
+
+
+def deletions_in_progress(principal: Principal, limit: int = 20) -> list[Job]:
+    """Unfinished bank deletions the caller may follow: every one for a superuser, else those of banks
+    it administers (its membership lasts until the bank row goes, at the very end)."""
+    jobs = Job.objects.filter(kind=DELETION_KIND).exclude(state__in=Job.FINISHED)
+    if not principal.is_superuser:
+        if principal.user_id is None:
+            return []
+        jobs = jobs.filter(bank__memberships__user_id=principal.user_id, bank__memberships__role="admin")
+    return list(jobs.order_by("-created_at")[:limit])

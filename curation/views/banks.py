@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from banks.models import Bank
 from banks.providers import bank_embedder
+from banks.selectors.bank_jobs import deletions_in_progress
 from banks.selectors.search_language import search_reindex_job
 from banks.selectors.stats import bank_cards, bank_overview
 from banks.services.banks import bank_create, bank_delete, bank_update
@@ -51,8 +52,10 @@ def home(request: HttpRequest) -> HttpResponse:
         if searched:
             hits = recall_many(searched, recall_q, max_results=30, include_directives=False).hits
     context = {"cards": cards, "banks": page[:PAGE], "more": len(page) > PAGE, "q": q, "recall_q": recall_q,
-               "hits": hits, "can_create": request.user.is_superuser}
-    return render(request, htmx_template(request, "curation/home.html", "bank-table"), context)
+               "hits": hits, "can_create": request.user.is_superuser, "deletions": deletions_in_progress(principal)}
+    # The deletions card polls itself; every other swap is the bank table.
+    part = "deletions" if request.GET.get("part") == "deletions" else "bank-table"
+    return render(request, htmx_template(request, "curation/home.html", part), context)
 
 
 @login_required

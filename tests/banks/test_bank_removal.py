@@ -134,3 +134,26 @@ def test_deletion_refuses_a_wrong_confirmation_and_keeps_the_bank(make_bank):
         bank_delete(bank=bank, actor="test", confirm="team-kee")
     bank.refresh_from_db()
     assert bank.deleted_at is None and bank.memories.count() == 3
+
+
+@pytest.mark.django_db
+def test_the_home_page_follows_deletions_in_progress(make_bank, django_user_model):
+    from banks.models import BankMembership
+
+    bank = make_bank("team-going")
+    owner = django_user_model.objects.create_user(username="owner", password="pw-owner-123")
+    viewer = django_user_model.objects.create_user(username="viewer", password="pw-viewer-123")
+    BankMembership.objects.create(user=owner, bank=bank, role="admin")
+    BankMembership.objects.create(user=viewer, bank=bank, role="viewer")
+    bank_removal.bank_hide(bank)
+    Job.objects.create(kind="bank_delete", bank=bank, state="running", progress_done=3000, progress_total=12000,
+                       params={"bank_id": "team-going"}, heartbeat_at=timezone.now())
+    client = Client()
+    client.force_login(owner)
+    page = client.get("/").content.decode()
+    assert "Banks being deleted" in page and "3000 of 12000 memories removed" in page
+    assert 'href="/banks/team-going/"' not in page  # gone from the bank list
+    part = client.get("/?part=deletions", HTTP_HX_REQUEST="true").content.decode()
+    assert part.lstrip().startswith('<div id="deletions">') and "3000 of 12000" in part
+    client.force_login(viewer)
+    assert "Banks being deleted" not in client.get("/").content.decode()
