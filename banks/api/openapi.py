@@ -64,7 +64,8 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("BanksApi", "post"): (live.BankCreateRequest, None, "admin", "Create a bank"),
     ("BankApi", "get"): (None, None, "read", "A bank with its counts"),
     ("BankApi", "patch"): (live.BankUpdateRequest, None, "admin", "Change bank settings"),
-    ("BankApi", "delete"): (None, live.BankDeleteQuery, "admin", "Delete a bank (confirm=<bank_id>)"),
+    ("BankApi", "delete"): (None, live.BankDeleteQuery, "admin",
+                            "Delete a bank (confirm=<bank_id>): 200 when done, 202 + a job for a big bank"),
     ("AdminBanksApi", "get"): (None, None, "admin", "Ids of the banks this token administers"),
     ("AdminBanksHealthApi", "get"): (None, None, "admin", "Health of every bank this token administers"),
     ("AdminBankHealthApi", "get"): (None, None, "admin", "Health of one bank, from its real counts"),
@@ -178,6 +179,20 @@ def _pattern_bank_ids(schema: dict[str, Any]) -> None:
                     variant["items"].update(pattern=BANK_ID_PATTERN, maxLength=255)
 
 
+# Operations that may answer 202 with a job instead of doing the work inside the request.
+ACCEPTED = {
+    ("BankApi", "delete"): (
+        "The bank is gone for every client; a job removes its rows (more than "
+        "MEMORYHUB_BANK_DELETE_SYNC_MEMORIES memories, or async=true). Poll the Location header "
+        "(/v1/jobs/{job_id}?bank_id=...)."),
+}
+_ACCEPTED_BODY = {"type": "object", "required": ["deleted", "accepted", "bank_id", "job_id", "state"], "properties": {
+    "deleted": {"type": "boolean"}, "accepted": {"type": "boolean"}, "bank_id": {"type": "string"},
+    "job_id": {"type": "integer"}, "state": {"type": "string"},
+    "progress": {"type": "object", "properties": {"done": {"type": "integer"}, "total": {"type": ["integer", "null"]}}},
+}}
+
+
 class PydanticAutoSchema(AutoSchema):
     def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str,
                       registry: Any) -> dict[str, Any] | None:
@@ -213,6 +228,9 @@ class PydanticAutoSchema(AutoSchema):
         ok_schema = {"$ref": f"#/components/schemas/{response.__name__}"} if response else {"type": "object"}
         operation["responses"] = {"200": {"description": "OK", "content": {"application/json": {
             "schema": ok_schema}}}, **errors}
+        if key in ACCEPTED:
+            operation["responses"]["202"] = {"description": ACCEPTED[key], "content": {"application/json": {
+                "schema": _ACCEPTED_BODY}}}
         operation["security"] = [{"bearerAuth": []}, {"apiKeyAuth": []}]
         return operation
 

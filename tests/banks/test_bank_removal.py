@@ -157,3 +157,11 @@ def test_the_home_page_follows_deletions_in_progress(make_bank, django_user_mode
     assert part.lstrip().startswith('<div id="deletions">') and "3000 of 12000" in part
     client.force_login(viewer)
     assert "Banks being deleted" not in client.get("/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_api_document_says_a_bank_deletion_may_answer_202(api):
+    operation = api.client.get("/v1/openapi.json").json()["paths"]["/v1/banks/{bank_id}"]["delete"]
+    assert {"200", "202"} <= set(operation["responses"])
+    assert "job_id" in operation["responses"]["202"]["content"]["application/json"]["schema"]["properties"]
+    assert {p["name"] for p in operation["parameters"]} >= {"confirm", "reason", "async"}
