@@ -5,7 +5,7 @@ statement (a LATERAL nearest-neighbour subquery per row), keeps the pairs at or 
 and stores them (``DuplicatePair``). Memory stays bounded by the batch; each batch commits on its own.
 
 A scan is incremental when the previous successful scan of the bank used the same or a lower
-threshold: it then looks only at memories added (primary key above the previous scan's watermark)
+threshold and the same embedding model: it then looks only at memories added (primary key above the previous scan's watermark)
 or changed since the previous scan began. Otherwise, or when asked, it starts over.
 """
 
@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from banks.models import Bank, DuplicatePair, Job, JobState, Memory
+from banks.providers import bank_embedder
 from banks.selectors.neighbours import near_duplicate_threshold
 from banks.services.jobs import job_create, job_enqueue, job_is_stale
 from banks.vectors import distance_sql
@@ -42,10 +43,12 @@ class ScanOutcome:
     threshold: float
     through_pk: int
     started_at: datetime
+    embedding_model: str = ""
 
     def result(self) -> dict[str, Any]:
         return {"scanned": self.scanned, "pairs": self.pairs, "full": self.full, "threshold": self.threshold,
-                "through_pk": self.through_pk, "started_at": self.started_at.isoformat()}
+                "through_pk": self.through_pk, "started_at": self.started_at.isoformat(),
+                "embedding_model": self.embedding_model}
 
 
 def duplicates_scan_start(*, bank: Bank, actor: str, threshold: Any = None, full: bool = False) -> Job:
@@ -95,7 +98,11 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
     started = timezone.now()
     previous = last_scan(bank)
     before = previous.result if previous is not None else {}
-    incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold)
+    model = bank_embedder(bank).name
+    # Incremental only on top of a scan as wide (threshold) and of the same vectors: a re-embed
+    # changes every similarity without touching updated_at, so it makes the next scan a full one.
+    incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold
+                   and before.get("embedding_model") == model)
     # The newest primary key of the whole table (one step down the primary key): rows above it are new
     # since this scan, whatever their bank.
     through_pk = Memory.objects.aggregate(top=Max("pk"))["top"] or 0
@@ -134,7 +141,7 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
         if progress is not None:
             progress(done, total)
     return ScanOutcome(scanned=done, pairs=pairs, full=not incremental, threshold=threshold, through_pk=through_pk,
-                       started_at=started)
+                       started_at=started, embedding_model=model)
 
 
 def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> list[tuple[int, int, float]]:

@@ -119,3 +119,18 @@ def test_the_periodic_rescan_looks_again_only_at_banks_that_changed(make_bank, d
     assert job.bank == bank and job.state == "succeeded", job.message
     assert job.result["full"] is False and job.result["scanned"] == 1 and job.result["pairs"] == 1
     assert not Job.objects.filter(kind="duplicates", bank=never).exists()
+
+
+@pytest.mark.django_db
+def test_a_bank_embedded_again_is_scanned_from_scratch(make_bank, django_capture_on_commit_callbacks):
+    from banks.services.duplicate_scan import duplicates_scan
+
+    bank = make_bank("user-alice")
+    memory_retain(bank=bank, text=OLD_PAIR[0], actor="test")
+    assert duplicates_scan(bank=bank, threshold=0.75).full is True
+    Job.objects.create(kind="duplicates", bank=bank, state="succeeded", finished_at=timezone.now(),
+                       result=duplicates_scan(bank=bank, threshold=0.75).result())
+    assert duplicates_scan(bank=bank, threshold=0.75).full is False
+    bank.embedding_provider = "hashing:256"  # a re-embed follows a provider change
+    bank.save()
+    assert duplicates_scan(bank=bank, threshold=0.75).full is True
