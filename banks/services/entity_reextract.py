@@ -66,9 +66,10 @@ def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], 
         return
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO banks_memoryentity (memory_id, entity_id) SELECT * FROM unnest(%s::bigint[], %s::bigint[]) "
+            "INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, * FROM unnest(%s::bigint[], %s::bigint[]) "
             "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
-            [[p[0] for p in pairs], [p[1] for p in pairs]])
+            [bank.pk, [p[0] for p in pairs], [p[1] for p in pairs]])
         added = Counter(row[0] for row in cursor.fetchall())
     report.mentions_added += sum(added.values())
     _move_counts(added, +1)
