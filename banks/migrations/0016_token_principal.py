@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('banks', '0014_text_search_language'),
+        ('banks', '0015_scale_operations'),
     ]
 
     operations = [
