@@ -204,6 +204,9 @@ SPECTACULAR_SETTINGS = {
 # The cache holds the rate-limit counts, so it must be one for every web process: Redis when
 # configured, else a table in the database (created by a migration, see banks 0005).
 CACHE_TABLE = "memoryhub_cache"
+# Rate limits are counted atomically where the cache lives: INCR on this Redis when set, else an upsert
+# on a table of their own (banks.services.rate_limits); the cache's own get-then-set would lose counts.
+MEMORYHUB_CACHE_URL = env_str("MEMORYHUB_CACHE_URL")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",

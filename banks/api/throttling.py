@@ -3,13 +3,38 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from banks.services.rate_limits import rate_count
+
 
 class TokenRateThrottle(SimpleRateThrottle):
-    """Per-token request rate (MEMORYHUB_RATE_LIMIT, e.g. ``6000/min``); 429 with retry_after."""
+    """Per-token request rate (MEMORYHUB_RATE_LIMIT, e.g. ``6000/min``); 429 with retry_after.
+
+    Counted atomically and shared by every web process (banks.services.rate_limits): a window opens
+    at a token's first request, allows ``num_requests`` and ends ``duration`` seconds later.
+    """
 
     scope = "token"
+    resets_in: float = 0.0
+    # Set by SimpleRateThrottle.__init__ from the rate; the stubs do not declare them.
+    num_requests: int | None
+    duration: int | None
 
     def get_cache_key(self, request: Request, view: object) -> str | None:
         if request.auth is None:
             return None
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
+
+    def allow_request(self, request: Request, view: object) -> bool:
+        if self.rate is None or self.num_requests is None or self.duration is None:
+            return True
+        key = self.get_cache_key(request, view)
+        if key is None:
+            return True
+        counted = rate_count(key=key, period=self.duration)
+        if counted is None:
+            return True
+        self.resets_in = counted.resets_in
+        return counted.count <= self.num_requests
+
+    def wait(self) -> float | None:
+        return max(self.resets_in, 0.001)

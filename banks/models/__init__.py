@@ -5,6 +5,7 @@ from banks.models.duplicates import DuplicatePair
 from banks.models.holds import LegalHold, LifecyclePolicy
 from banks.models.live import MentalModel, MentalModelRevision, Observation, ObservationEvidence, WikiPage
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
+from banks.models.rate_limits import RateCounter
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
 from banks.models.usage import BankUsage
 from banks.models.webhooks import WebhookDelivery, WebhookSource
@@ -30,6 +31,7 @@ __all__ = [
     "MentalModelRevision",
     "Observation",
     "ObservationEvidence",
+    "RateCounter",
     "WebhookDelivery",
     "WebhookSource",
     "WikiPage",

@@ -1,45 +1,120 @@
-"""Rate limits hold across web processes: each process below is a separate interpreter with its own
-cache connection, as gunicorn's workers are, and they count one token's requests together."""
+"""Rate limits hold across web processes and threads, and count every request exactly once.
+
+Each process below is a separate interpreter with its own database (or Redis) connections, as
+gunicorn's workers are; inside each, several threads ask at the same moment. However the requests
+interleave, a token allowed N per window gets exactly N through and every other request is refused.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
+from banks.models import RateCounter
+from banks.services.rate_limits import rate_count
 from tests.worker import REPO, _database_url
 
+REDIS = "redis://127.0.0.1:6379/14"
+
+# argv: token, requests per thread, threads, start time (epoch seconds), rate
 COUNT = """
-import sys, django
+import sys, threading, time, django
 django.setup()
 from types import SimpleNamespace
+from django.db import connection
 from banks.api.throttling import TokenRateThrottle
-TokenRateThrottle.THROTTLE_RATES = {"token": "3/min"}
-request = SimpleNamespace(auth=SimpleNamespace(pk=sys.argv[1]))
-print(" ".join("allowed" if TokenRateThrottle().allow_request(request, None) else "refused"
-               for _ in range(int(sys.argv[2]))))
+token, per_thread, threads, start, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+TokenRateThrottle.THROTTLE_RATES = {"token": rate}
+request = SimpleNamespace(auth=SimpleNamespace(pk=token))
+answers = []
+barrier = threading.Barrier(threads)
+
+failures = []
+
+def ask():
+    barrier.wait()
+    try:
+        for _ in range(per_thread):
+            answers.append("allowed" if TokenRateThrottle().allow_request(request, None) else "refused")
+    except BaseException as exc:
+        failures.append(repr(exc))
+        raise
+    finally:
+        connection.close()
+
+workers = [threading.Thread(target=ask) for _ in range(threads)]
+# Every process starts asking at the same moment (synchronisation only, nothing is timed).
+time.sleep(max(0.0, start - time.time()))
+for worker in workers:
+    worker.start()
+for worker in workers:
+    worker.join()
+if failures:
+    sys.exit("failed: " + "; ".join(failures))
+print(" ".join(answers))
 """
 
 
-def requests_in_another_process(token: str, count: int, cache_url: str | None) -> list[str]:
+def _env(cache_url: str | None) -> dict[str, str]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
            "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(), "SECRET_KEY": settings.SECRET_KEY,
            "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR)}
     env.pop("MEMORYHUB_CACHE_URL", None)
     if cache_url:
         env["MEMORYHUB_CACHE_URL"] = cache_url
-    result = subprocess.run([sys.executable, "-c", COUNT, token, str(count)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.split()
+    return env
 
 
-@pytest.mark.parametrize("cache_url", [None, "redis://127.0.0.1:6379/14"], ids=["database", "redis"])
-def test_two_processes_share_one_tokens_count(db, cache_url):
+def ask_from_processes(token: str, *, processes: int, threads: int, per_thread: int, rate: str,
+                       cache_url: str | None) -> list[str]:
+    start = time.time() + 4  # time for every interpreter to import Django before the first request
+    running = [subprocess.Popen([sys.executable, "-c", COUNT, token, str(per_thread), str(threads), str(start), rate],
+                                cwd=REPO, env=_env(cache_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True) for _ in range(processes)]
+    answers = []
+    for process in running:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        answers += out.split()
+    return answers
+
+
+@pytest.mark.parametrize("cache_url", [None, REDIS], ids=["database", "redis"])
+def test_two_processes_share_one_tokens_count(transactional_db, cache_url):
     token = f"shared-{uuid.uuid4().hex}"  # a fresh identity: no count left over from another test
-    assert requests_in_another_process(token, 2, cache_url) == ["allowed", "allowed"]
-    assert requests_in_another_process(token, 2, cache_url) == ["allowed", "refused"]
+    ask = dict(processes=1, threads=1, rate="3/min", cache_url=cache_url)
+    assert ask_from_processes(token, per_thread=2, **ask) == ["allowed", "allowed"]
+    assert ask_from_processes(token, per_thread=2, **ask) == ["allowed", "refused"]
+
+
+@pytest.mark.parametrize("cache_url", [None, REDIS], ids=["database", "redis"])
+def test_concurrent_requests_over_the_limit_get_exactly_the_expected_refusals(transactional_db, cache_url):
+    """3 processes x 8 threads x 5 requests = 120 at once on a limit of 50: exactly 50 allowed, 70 refused.
+    (The count it replaced read, then wrote: two requests reading together both got through.)"""
+    token = f"burst-{uuid.uuid4().hex}"
+    answers = ask_from_processes(token, processes=3, threads=8, per_thread=5, rate="50/hour", cache_url=cache_url)
+    assert len(answers) == 120
+    assert answers.count("allowed") == 50 and answers.count("refused") == 70
+
+
+def test_a_window_that_ended_starts_again_from_one(db):
+    key = f"throttle_token_{uuid.uuid4().hex}"
+    assert [rate_count(key=key, period=60).count for _ in range(3)] == [1, 2, 3]  # type: ignore[union-attr]
+    counted = rate_count(key=key, period=60)
+    assert counted is not None and counted.count == 4 and 0 < counted.resets_in <= 60
+    RateCounter.objects.filter(key=key).update(started=timezone.now() - timedelta(seconds=120))
+    again = rate_count(key=key, period=60)
+    assert again is not None and again.count == 1 and again.resets_in > 59
+
+
+def test_an_unreachable_redis_lets_requests_through(settings):
+    settings.MEMORYHUB_CACHE_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    assert rate_count(key=f"throttle_token_{uuid.uuid4().hex}", period=60) is None
