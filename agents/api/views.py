@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 
+from pydantic import ConfigDict
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.toolbox import BANKLESS, TOOLS, run_tool
 from banks.api.base import BankApiView, ok
-from banks.api.wire import WireModel
+from banks.api.wire import NOT_BLANK, WireModel, one_required
 from memoryhub.errors import InvalidInput, NotFound
 from memoryhub.queue import enqueue_after_commit
 
@@ -33,6 +34,8 @@ class ToolListApi(BankApiView):
 
 
 class IngestTurnRequest(WireModel):
+    model_config = ConfigDict(json_schema_extra=one_required(user=NOT_BLANK, assistant=NOT_BLANK))
+
     bank_id: str
     user: str = ""
     assistant: str = ""

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from banks.api import responses as out
 from banks.api import responses_admin as admin_out
 from banks.api import schemas as core
 from banks.api import schemas_admin as admin
 from banks.api import schemas_live as live
+from banks.api.openapi_statuses import ERROR_TEXTS, error_codes, success_codes
 from banks.models.banks import BANK_ID_PATTERN
 
 # (view class name, HTTP method) -> (body model, query model, permission, summary)
@@ -119,6 +120,30 @@ def _portability_operations() -> None:
     })
 
 
+class ToolArguments(BaseModel):
+    """A tool's arguments: each tool names its own (``GET /v1/agent/tools``); most take ``bank_id``."""
+
+    model_config = ConfigDict(extra="allow", title="ToolArguments")
+
+
+def _agent_operations() -> None:
+    from agents.api import views as agents
+
+    OPERATIONS.update({
+        ("ToolListApi", "get"): (None, None, "read", "The agent tools and the permission each needs"),
+        ("ToolApi", "post"): (ToolArguments, None, "the tool's own",
+                              "Run one agent tool (memory_add, memory_recall, ...) with its arguments"),
+        ("IngestTurnApi", "post"): (agents.IngestTurnRequest, None, "write",
+                                    "Queue a conversation turn for extraction into the bank"),
+    })
+
+
+def _tool_names() -> list[str]:
+    from agents.toolbox import BANKLESS, TOOLS
+
+    return sorted([*TOOLS, *BANKLESS])
+
+
 # (view class name, HTTP method) -> response model, where the body is described.
 RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("RetainApi", "post"): out.RetainResult, ("RecallApi", "post"): out.RecallResult,
@@ -193,6 +218,33 @@ _ACCEPTED_BODY = {"type": "object", "required": ["deleted", "accepted", "bank_id
 }}
 
 
+# Operations without a token: (view, method) -> (summary, status codes other than 200).
+UNAUTHENTICATED: dict[tuple[str, str], tuple[str, list[int]]] = {
+    ("HealthApi", "get"): ("Database and embedder health (503 when the database cannot be reached)", [503]),
+    ("LiveApi", "get"): ("The process answers", []),
+    ("IngestHealthApi", "get"): ("State of the push-ingest sources", [503]),
+    ("WebhookIngestApi", "post"): ("Retain a signed push from a configured webhook source",
+                                   [400, 401, 404, 409, 413, 503]),
+}
+
+
+def _unauthenticated(operation: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
+    summary, codes = UNAUTHENTICATED[key]
+    operation["summary"] = summary
+    operation["description"] = "No token: " + ("the source signs the body (X-Webhook-Signature)."
+                                              if key[0] == "WebhookIngestApi" else "a probe anyone may call.")
+    operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") == "path"]
+    operation.pop("requestBody", None)
+    if key[0] == "WebhookIngestApi":
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "description": "The source's own payload; its text is what is retained"}}}}
+    operation["responses"] = {"200": {"description": "OK", "content": {"application/json": {
+        "schema": {"type": "object"}}}}, **{str(code): {"description": ERROR_TEXTS[code], "content": {
+            "application/json": {"schema": {"type": "object"}}}} for code in codes}}
+    operation["security"] = []
+    return operation
+
+
 class PydanticAutoSchema(AutoSchema):
     def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str,
                       registry: Any) -> dict[str, Any] | None:
@@ -204,6 +256,9 @@ class PydanticAutoSchema(AutoSchema):
             _portability_operations()
             _sync_operations()
             _tenant_operations()
+            _agent_operations()
+        if key in UNAUTHENTICATED:
+            return _unauthenticated(operation, key)
         if key not in OPERATIONS:
             return operation
         body, query, permission, summary = OPERATIONS[key]
@@ -211,6 +266,10 @@ class PydanticAutoSchema(AutoSchema):
         operation["description"] = f"Needs the `{permission}` permission on the bank."
         operation["parameters"] = [_with_bank_id_pattern(p) for p in operation.get("parameters", [])
                                    if p.get("in") == "path"]
+        if key == ("ToolApi", "post"):
+            for parameter in operation["parameters"]:
+                if parameter.get("name") == "name":
+                    parameter["schema"] = {"type": "string", "enum": _tool_names()}
         operation.pop("requestBody", None)
         if body is not None:
             register(body.__name__, body)
@@ -218,16 +277,16 @@ class PydanticAutoSchema(AutoSchema):
                 "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
         if query is not None:
             operation["parameters"] += _query_parameters(query)
-        errors = {str(code): {"description": text, "content": {"application/json": {"schema": _ERROR}}}
-                  for code, text in ((400, "Bad input, naming the field"), (401, "Missing or bad token"),
-                                     (403, "No grant or missing permission"), (404, "Not found"),
-                                     (429, "Rate limited"))}
+        errors = {str(code): {"description": ERROR_TEXTS[code], "content": {"application/json": {"schema": _ERROR}}}
+                  for code in error_codes(key)}
         response = RESPONSES.get(key)
         if response is not None:
             register(response.__name__, response)
         ok_schema = {"$ref": f"#/components/schemas/{response.__name__}"} if response else {"type": "object"}
-        operation["responses"] = {"200": {"description": "OK", "content": {"application/json": {
-            "schema": ok_schema}}}, **errors}
+        operation["responses"] = {**{str(code): {
+            "description": "OK" if code == 200 else "Accepted: the work is queued (a job or a turn)",
+            "content": {"application/json": {"schema": ok_schema if code == 200 else {"type": "object"}}}}
+            for code in success_codes(key)}, **errors}
         if key in ACCEPTED:
             operation["responses"]["202"] = {"description": ACCEPTED[key], "content": {"application/json": {
                 "schema": _ACCEPTED_BODY}}}

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from banks.api.wire import ResultCount, UtcDatetime, WireModel
+from banks.api.wire import NOT_BLANK, ResultCount, UtcDatetime, WireModel, one_required
+
+A_BANK = one_required(bank_id={"type": "string"}, banks={"type": "array", "minItems": 1})
 
 
 class RetainRequest(WireModel):
-    content: str
+    content: str = Field(json_schema_extra=NOT_BLANK)
     bank_id: str
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
@@ -33,6 +35,8 @@ class TimeRange(WireModel):
 
 
 class RecallRequest(WireModel):
+    model_config = ConfigDict(json_schema_extra=A_BANK)
+
     query: str
     bank_id: str | None = None
     banks: list[str] | None = None
@@ -82,6 +86,10 @@ class HistoryRequest(WireModel):
 
 
 class ForgetRequest(WireModel):
+    model_config = ConfigDict(json_schema_extra=one_required(
+        memory_ids={"type": "array", "minItems": 1}, tags={"type": "array", "minItems": 1},
+        scope={"const": "all"}, before_date={"type": "string"}))
+
     bank_id: str
     memory_ids: list[str] | None = None
     tags: list[str] | None = None

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
-from banks.api.wire import Depth, Int32, ResultCount, WireModel
+from banks.api.schemas import A_BANK
+from banks.api.wire import NOT_BLANK, Depth, Int32, ResultCount, WireModel, one_required
+from banks.live.deltas import OP_NAMES
 
 
 class ReflectRequest(WireModel):
+    model_config = ConfigDict(json_schema_extra=A_BANK)
+
     query: str
     bank_id: str | None = None
     banks: list[str] | None = None
@@ -64,10 +68,14 @@ class MentalModelListQuery(WireModel):
 
 
 class MentalModelCreateRequest(WireModel):
+    model_config = ConfigDict(json_schema_extra=one_required(
+        content={"type": "string"}, sections={"type": "array"}, structured_doc={"type": "object"}))
+
     bank_id: str
     # Without an id (the seed documentation creates by ``name``), one is derived from the title.
-    model_id: str | None = Field(default=None, validation_alias=AliasChoices("model_id", "name_id"))
-    title: str = Field(validation_alias=AliasChoices("title", "name"))
+    model_id: str | None = Field(default=None, validation_alias=AliasChoices("model_id", "name_id"),
+                                 json_schema_extra={**NOT_BLANK, "maxLength": 255})
+    title: str = Field(validation_alias=AliasChoices("title", "name"), json_schema_extra=NOT_BLANK)
     content: str | None = None
     sections: list[dict[str, Any]] | None = None
     structured_doc: dict[str, Any] | None = None
@@ -85,7 +93,8 @@ class MentalModelRefreshRequest(WireModel):
 
 class MentalModelUpdateRequest(WireModel):
     bank_id: str
-    operations: list[Any]
+    operations: list[Any] = Field(json_schema_extra={"items": {
+        "type": "object", "required": ["op"], "properties": {"op": {"enum": list(OP_NAMES)}}}})
     expected_revision: int | None = Field(default=None, validation_alias=AliasChoices("expected_revision",
                                                                                      "revision"))
 
@@ -104,7 +113,7 @@ class DiffQuery(WireModel):
 
 class DirectiveCreateRequest(WireModel):
     bank_id: str
-    rule_text: str = Field(validation_alias=AliasChoices("rule_text", "text", "rule"))
+    rule_text: str = Field(validation_alias=AliasChoices("rule_text", "text", "rule"), json_schema_extra=NOT_BLANK)
     directive_id: str | None = None
     scope: str = "bank"
     priority: Int32 = 0
@@ -129,17 +138,17 @@ class ObservationListQuery(WireModel):
 
 class ObservationCreateRequest(WireModel):
     bank_id: str
-    text: str
+    text: str = Field(json_schema_extra=NOT_BLANK)
     # The documentation calls it ``evidence``; the code ``source_ids``: both work.
     source_ids: list[str] | None = Field(default=None, validation_alias=AliasChoices("source_ids", "evidence"))
     scope: str | None = None
-    confidence: float = 0.9
+    confidence: float = Field(default=0.9, json_schema_extra={"minimum": 0.5, "maximum": 1})
 
 
 class ObservationUpdateRequest(WireModel):
     bank_id: str
     text: str | None = None
-    confidence: float | None = None
+    confidence: float | None = Field(default=None, json_schema_extra={"minimum": 0.5, "maximum": 1})
     scope: str | None = None
     add_source_ids: list[str] | None = None
     remove_source_ids: list[str] | None = None
@@ -167,7 +176,7 @@ class BankUpdateRequest(WireModel):
 
 
 class BankDeleteQuery(WireModel):
-    confirm: str = ""
+    confirm: str = Field(default="", description="The bank id again: anything else is a 400 (nothing deleted)")
     reason: str = ""
     # Always answer 202 with a job, whatever the bank's size (else only banks too big to delete in the request).
     run_async: bool = Field(default=False, alias="async")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,7 +22,7 @@ class SyncPushRequest(WireModel):
 
 class ChangesQuery(WireModel):
     cursor: str | None = None
-    limit: int = 100
+    limit: int = Field(default=100, json_schema_extra={"minimum": 1, "maximum": 1000})
 
 
 class SyncPushApi(BankApiView):

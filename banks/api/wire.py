@@ -74,3 +74,13 @@ def parse(model: type[M], data: Any) -> M:
         field = ".".join(str(p) for p in errors[0]["loc"]) if errors else None
         field = field or None
         raise InvalidInput(format_errors(exc), field=field, prefix=False) from None
+
+
+# Rules the services check themselves, with their own messages, stated in the OpenAPI document too so
+# clients (and generated requests) know them. Validation is unchanged: these only describe it.
+NOT_BLANK: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}
+
+
+def one_required(**branches: dict[str, Any]) -> dict[str, Any]:
+    """Model-level JSON schema: at least one of these fields, given and matching its schema."""
+    return {"anyOf": [{"required": [name], "properties": {name: schema}} for name, schema in branches.items()]}

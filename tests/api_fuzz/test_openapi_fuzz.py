@@ -1,0 +1,172 @@
+"""The /v1 API against its own OpenAPI document, driven by generated requests.
+
+Every operation in /v1/openapi.json gets a bounded number of schema-valid requests (derandomized,
+so a run is repeatable) sent in-process to the Django application, so they read and write this test
+run's database. Each answer must not be a 5xx, must use a status code the document lists for the
+operation, and its body must match the schema documented for that status.
+
+Most requests carry a token granted on two banks (everything on ``fuzz-full``, read only on
+``fuzz-read``) and name one of them, so they pass authentication and reach the handlers; the others
+carry no token, a wrong one, or name a bank the token has no grant on.
+
+Narrow with ``PYTEST_ARGS="-m fuzz"`` (or ``-m 'not fuzz'`` to leave it out, ``-k 'retain'`` for the
+operations of one path); ``FUZZ_EXAMPLES`` sets the examples per operation and mode (default 12),
+``FUZZ_LOG=<file>`` records every request's status.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from banks.services.banks import bank_create
+from banks.services.directives import directive_create
+from banks.services.jobs import job_create, job_fail
+from banks.services.memories import memory_retain
+from banks.services.mental_models import mental_model_create
+from banks.services.observations import observation_create
+from banks.services.tokens import token_create
+
+pytestmark = pytest.mark.fuzz
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+LOG = os.environ.get("FUZZ_LOG")  # a file to append "<mode> <method> <path> <status>" per request
+FULL, READ = "fuzz-full", "fuzz-read"
+
+
+@cache
+def _document() -> dict[str, Any]:
+    response = Client().get("/v1/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+@cache
+def _schema() -> Any:
+    schema = schemathesis.openapi.from_dict(_document())
+    return schema
+
+
+def _cases() -> list[Any]:
+    """(method, path, mode) for every operation; the negative mode only where there is an input to spoil."""
+    cases = []
+    for path, item in sorted(_document()["paths"].items()):
+        for method, operation in sorted(item.items()):
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            cases.append(pytest.param(method.upper(), path, GenerationMode.POSITIVE,
+                                      id=f"{method.upper()} {path} positive"))
+            if operation.get("parameters") or operation.get("requestBody"):
+                cases.append(pytest.param(method.upper(), path, GenerationMode.NEGATIVE,
+                                          id=f"{method.upper()} {path} negative"))
+    return cases
+
+
+def no_server_error(ctx: Any, response: Any, case: Any) -> bool:
+    assert response.status_code < 500, f"{response.status_code}: {response.content[:2000]!r}"
+    return True
+
+
+CHECKS = [no_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# Requests the document calls invalid: any documented refusal, never a 5xx.
+NEGATIVE_CHECKS = [no_server_error, status_code_conformance, content_type_conformance]
+
+
+@pytest.fixture
+def fuzz_world(db: None) -> dict[str, Any]:
+    """Two banks with a little of everything, so requests aimed at real ids reach real objects."""
+    full = bank_create(bank_id=FULL, actor="test", get_existing=True)
+    read = bank_create(bank_id=READ, actor="test", get_existing=True)
+    memory = None
+    for text in ("Customer prefers dark mode.", "The invoice run is on Fridays."):
+        memory = memory_retain(bank=full, text=text, actor="test")
+    memory_retain(bank=read, text="Only readable here.", actor="test")
+    assert memory is not None
+    mental_model_create(bank=full, model_id="fuzz-model", title="Preferences", actor="test",
+                        content="# Preferences\n\nDark mode.")
+    directive = directive_create(bank=full, rule_text="Answer in English.", actor="test")
+    observation = observation_create(bank=full, text="Customers like dark mode.", actor="test")
+    job = job_fail(job=job_create(kind="import", actor="test", bank=full, params={}), message="stopped")
+    _, granted = token_create(name="fuzz", actor="test", grants=[
+        {"bank": FULL, "permissions": ["read", "write", "forget", "admin"]},
+        {"bank": READ, "permissions": ["read"]},
+    ])
+    return {
+        "tokens": {"granted": granted, "wrong": "mh_not-a-real-token", "none": ""},
+        "ids": {"model_id": "fuzz-model", "directive_id": directive.model_id,
+                "observation_id": observation.observation_id, "job_id": job.pk, "number": 1,
+                "memory_id": memory.memory_id},
+    }
+
+
+def _aim(case: Any, bank: str | None, ids: dict[str, Any] | None) -> None:
+    """Point a generated request at one of the granted banks and, for ``ids``, at objects that exist
+    (``None``: leave what was generated)."""
+    path = case.path_parameters if isinstance(case.path_parameters, dict) else {}
+    query = case.query if isinstance(case.query, dict) else {}
+    body = case.body if isinstance(case.body, dict) else {}
+    if bank is not None:
+        for container in (path, query, body):
+            if "bank_id" in container:
+                container["bank_id"] = bank
+    for name, value in (ids or {}).items():
+        if name in path:
+            path[name] = value
+
+
+class InProcessApp:
+    """Django's WSGI application as the test client runs it: a request must not close the database
+    connection, which holds this test's transaction."""
+
+    def __init__(self) -> None:
+        self.app = get_wsgi_application()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+        try:
+            return self.app(environ, start_response)
+        finally:
+            request_started.connect(close_old_connections)
+            request_finished.connect(close_old_connections)
+
+
+@pytest.mark.parametrize(("method", "path", "mode"), _cases())
+def test_operation_answers_as_documented(fuzz_world, method, path, mode):
+    operation = _schema()[path][method]
+    app = InProcessApp()
+
+    @given(data=st.data())
+    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    def run(data: st.DataObject) -> None:
+        case = data.draw(operation.as_strategy(generation_mode=mode))
+        who = data.draw(st.sampled_from(["granted"] * 6 + ["none", "wrong"]))
+        _aim(case, data.draw(st.sampled_from([FULL, FULL, FULL, READ, None])),
+             data.draw(st.sampled_from([fuzz_world["ids"], None])))
+        token = fuzz_world["tokens"][who]
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        response = case.call(app=app, headers=headers)
+        if LOG:
+            with open(LOG, "a") as log:
+                log.write(f"{mode.value} {method} {path} {response.status_code}\n")
+        case.validate_response(response, checks=CHECKS if mode is GenerationMode.POSITIVE else NEGATIVE_CHECKS,
+                               headers=headers)
+
+    run()
