@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from django.db import connection, transaction
 
 from banks.models import Job, Memory
 from banks.services.memories import memory_retain
+from portability.services.importer import DEFAULT_BATCH
 from tests.portability.fixtures import FIXTURES
 from tests.worker import start_worker, wait_for
 
@@ -150,30 +152,51 @@ def test_async_import_runs_on_the_worker_with_progress(worker_roots, celery_work
     assert status["state"] == "succeeded" and status["result"]["imported"] == 11
 
 
+def _waiting_on_a_lock() -> bool:
+    """A backend of this test database waits for a row lock (the worker, at its progress update)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND wait_event_type = 'Lock'")
+        return cursor.fetchone()[0] > 0
+
+
 @pytest.mark.worker
 def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_worker, make_bank, make_token,
                                                           tmp_path):
+    """A real worker is SIGKILLed in the middle of an import, after its first batch committed; a re-run
+    on another worker imports exactly the rest, and no memory is stored twice.
+
+    The kill is made deterministic, not raced against the import: while the test holds the job's row
+    lock, the worker commits a batch of 500, then blocks recording that progress (it can neither go on
+    nor finish); it is killed there, mid-import, with lines of the archive left unread."""
     from tests.conftest import ApiClient
 
     make_bank("user-alice")
     client = ApiClient(make_token())
-    total = 3000
+    total, batch = 3 * DEFAULT_BATCH, DEFAULT_BATCH
     with (tmp_path / "big.ama.jsonl").open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "exported_at": "", "provider": "p",
                              "memory_count": total}) + "\n")
         for i in range(total):
             fp.write(json.dumps({"id": f"m{i}", "text": f"memory number {i} of the big archive"}) + "\n")
-    job_id = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"), "async": True}).json()["job_id"]
-    wait_for(lambda: Job.objects.filter(pk=job_id, progress_done__gte=1000).exists(), timeout=120, interval=0.05)
-    celery_worker.kill()
-    partial = Memory.objects.count()
-    assert 0 < partial < total
-    assert partial % 500 == 0  # only whole batches landed
+    # The worker for the re-run starts now, so its start-up overlaps the first import.
     second = start_worker(tmp_path, app_broker())
-    from memoryhub.celery import app
-
-    app.conf.task_default_queue = second.queue
     try:
+        job_id = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"),
+                                            "async": True}).json()["job_id"]
+        wait_for(lambda: Job.objects.filter(pk=job_id, state="running").exists(), timeout=120, interval=0.05)
+        with transaction.atomic():
+            Job.objects.select_for_update().get(pk=job_id)
+            wait_for(_waiting_on_a_lock, timeout=120, interval=0.05)
+            celery_worker.kill()
+        assert Job.objects.get(pk=job_id).state == "running"  # it died without a word
+        partial = Memory.objects.count()
+        # Whole committed batches landed (the first, or the second had the test been slow to lock), never all.
+        assert partial in (batch, 2 * batch) and partial < total
+
+        from memoryhub.celery import app
+
+        app.conf.task_default_queue = second.queue
         rerun = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"), "async": True}).json()
         done = wait_for(lambda: Job.objects.filter(pk=rerun["job_id"], state__in=Job.FINISHED).first(), timeout=300)
         assert done.state == "succeeded", done.message
