@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from banks.api import responses as out
 from banks.api import responses_admin as admin_out
+from banks.api import responses_resources as res
 from banks.api import schemas as core
 from banks.api import schemas_admin as admin
 from banks.api import schemas_live as live
@@ -166,6 +167,24 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("LifecyclePolicyApi", "get"): admin_out.LifecyclePolicy, ("LifecyclePolicyApi", "put"): admin_out.LifecyclePolicy,
 }
 
+RESPONSES.update({
+    ("DirectivesApi", "get"): res.DirectiveList, ("DirectivesApi", "post"): res.Directive,
+    ("DirectiveApi", "get"): res.Directive, ("DirectiveApi", "patch"): res.Directive,
+    ("DirectiveApi", "delete"): out.Deleted, ("DirectiveDeactivateApi", "post"): res.Directive,
+    ("BanksApi", "get"): res.BankList, ("BanksApi", "post"): res.Bank, ("BankApi", "get"): res.Bank,
+    ("BankApi", "patch"): res.Bank, ("BankApi", "delete"): res.BankDeleted,
+    ("MentalModelRevisionsApi", "get"): res.RevisionList, ("MentalModelRevisionApi", "get"): res.Revision,
+    ("MentalModelDiffApi", "get"): res.RevisionDiff, ("SyncPushApi", "post"): res.SyncPushResult,
+    ("ChangesApi", "get"): res.ChangesPage, ("DebugRecallApi", "post"): res.DebugRecallResult,
+    ("JobApi", "get"): res.Job, ("JobCancelApi", "post"): res.Job, ("ToolListApi", "get"): res.ToolList,
+})
+
+# The same, for the 202 answers (work queued).
+ACCEPTED_RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
+    ("ObservationsConsolidateApi", "post"): res.JobQueued, ("IngestTurnApi", "post"): res.TurnQueued,
+    ("JobResumeApi", "post"): res.Job, ("ExportApi", "post"): res.Job, ("ImportApi", "post"): res.Job,
+}
+
 _MODELS: dict[str, type[BaseModel]] = {}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -228,6 +247,10 @@ UNAUTHENTICATED: dict[tuple[str, str], tuple[str, list[int]]] = {
 }
 
 
+def _ref_or_object(model: type[BaseModel] | None) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"} if model is not None else {"type": "object"}
+
+
 def _unauthenticated(operation: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
     summary, codes = UNAUTHENTICATED[key]
     operation["summary"] = summary
@@ -280,12 +303,14 @@ class PydanticAutoSchema(AutoSchema):
         errors = {str(code): {"description": ERROR_TEXTS[code], "content": {"application/json": {"schema": _ERROR}}}
                   for code in error_codes(key)}
         response = RESPONSES.get(key)
-        if response is not None:
-            register(response.__name__, response)
-        ok_schema = {"$ref": f"#/components/schemas/{response.__name__}"} if response else {"type": "object"}
+        accepted = ACCEPTED_RESPONSES.get(key)
+        for model in (response, accepted):
+            if model is not None:
+                register(model.__name__, model)
+        by_code = {200: response, 202: accepted}
         operation["responses"] = {**{str(code): {
             "description": "OK" if code == 200 else "Accepted: the work is queued (a job or a turn)",
-            "content": {"application/json": {"schema": ok_schema if code == 200 else {"type": "object"}}}}
+            "content": {"application/json": {"schema": _ref_or_object(by_code[code])}}}
             for code in success_codes(key)}, **errors}
         if key in ACCEPTED:
             operation["responses"]["202"] = {"description": ACCEPTED[key], "content": {"application/json": {
