@@ -301,7 +301,7 @@ class PydanticAutoSchema(AutoSchema):
         if query is not None:
             operation["parameters"] += _query_parameters(query)
         errors = {str(code): {"description": ERROR_TEXTS[code], "content": {"application/json": {"schema": _ERROR}}}
-                  for code in error_codes(key)}
+                  for code in error_codes(key, has_body=body is not None)}
         response = RESPONSES.get(key)
         accepted = ACCEPTED_RESPONSES.get(key)
         for model in (response, accepted):

@@ -9,7 +9,7 @@ test in tests/api_fuzz) in one place. Codes every authenticated operation can an
 - 429 the token's rate limit (``Retry-After`` and ``retry_after``);
 - 503 the database or the broker cannot be reached (``Retry-After``), nothing half-done.
 
-Writes add 409 (a unique id or content taken by a concurrent writer, a stale revision, a legal
+Operations with a body add 415 (a body that is not JSON); writes add 409 (a unique id or content taken by a concurrent writer, a stale revision, a legal
 hold); the operations that read files add 422 (a path outside the archive roots, an unreadable
 archive).
 """
@@ -23,6 +23,7 @@ ERROR_TEXTS: dict[int, str] = {
     404: "Not found (objects of another bank included)",
     409: "Conflict: a concurrent writer got there first, a stale revision, a duplicate id or a legal hold",
     413: "Body over the size limit (MEMORYHUB_MAX_REQUEST_BYTES)",
+    415: "The body is not JSON (Content-Type other than application/json)",
     422: "Understood but cannot be processed: a path outside the archive roots, an unreadable archive",
     429: "Rate limited: Retry-After and retry_after say when to try again",
     503: "The database or the broker is unavailable: Retry-After says when to try again",
@@ -51,8 +52,10 @@ def success_codes(key: tuple[str, str]) -> list[int]:
     return [200]
 
 
-def error_codes(key: tuple[str, str]) -> list[int]:
+def error_codes(key: tuple[str, str], *, has_body: bool = False) -> list[int]:
     codes = [400, 401, 403, 404, 413, 429, 503]
+    if has_body:
+        codes.append(415)
     if key[1] != "get" and key not in READ_POSTS:
         codes.append(409)
     if key in UNPROCESSABLE:
