@@ -1,9 +1,11 @@
 """The /v1 API against its own OpenAPI document, driven by generated requests.
 
-Every operation in /v1/openapi.json gets a bounded number of schema-valid requests (derandomized,
-so a run is repeatable) sent in-process to the Django application, so they read and write this test
-run's database. Each answer must not be a 5xx, must use a status code the document lists for the
-operation, and its body must match the schema documented for that status.
+Every operation in /v1/openapi.json gets a bounded number of schema-valid requests and as many the
+document calls invalid (schemathesis, derandomized so a run is repeatable), sent in-process to the
+Django application, so they read and write this test run's database. No answer may be a 5xx or use
+a status code the document does not list for the operation; answers to valid requests must match
+the body documented for their status. Every operation with a body is also sent bodies no schema
+describes (cut-off JSON, an array, bytes that are not UTF-8, other content types).
 
 Most requests carry a token granted on two banks (everything on ``fuzz-full``, read only on
 ``fuzz-read``) and name one of them, so they pass authentication and reach the handlers; the others
@@ -59,8 +61,7 @@ def _document() -> dict[str, Any]:
 
 @cache
 def _schema() -> Any:
-    schema = schemathesis.openapi.from_dict(_document())
-    return schema
+    return schemathesis.openapi.from_dict(_document())
 
 
 def _cases() -> list[Any]:
