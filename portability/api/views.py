@@ -14,8 +14,8 @@ from banks.models import Job
 from banks.selectors.bank_jobs import bank_deletion_job
 from banks.services.jobs import job_cancel_request
 from memoryhub.errors import BankNotFound, NotFound, Unprocessable
-from portability.formats.ama import AmaCountMismatch, AmaHeaderError
-from portability.formats.registry import UnknownFormat, max_decompressed_bytes, open_archive
+from portability.formats.ama import AmaCountMismatch
+from portability.formats.registry import max_decompressed_bytes, open_archive
 from portability.jobs import entities_reextract_start, job_resume, job_start_async
 from portability.roots import contained_path
 from portability.services import archive_export, archive_import
@@ -130,8 +130,10 @@ class ImportApi(BankApiView):
                        "counts": counts})
         try:
             fmt, header, records = open_archive(source, body.format)
-        except (AmaHeaderError, UnknownFormat, UnicodeDecodeError, OSError) as exc:
-            raise Unprocessable(str(exc)) from None
+        except (ValueError, OSError) as exc:
+            # ValueError: a header (AmaHeaderError), no known format (UnknownFormat), bytes that are not
+            # UTF-8, a JSON document cut short or over its size limit.
+            raise Unprocessable(f"{source.name}: {exc}") from None
         if bank.is_never_written and not body.dry_run:
             # Astrocyte creates a bank on import, as on retain; a dry run creates nothing.
             bank = self.bank(request, body.bank_id, "admin", create=True)

@@ -123,6 +123,10 @@ def detect_format(path: Path) -> str:
 def open_archive(path: Path, fmt: str | None = None, **options: Any
                  ) -> tuple[str, ArchiveHeader, Callable[[], Iterator[MemoryRecord | RecordError]]]:
     """(format, header, a callable giving a fresh iterator of records)."""
+    # The configured caps, checked before parsing: one line of a line-based archive, one whole JSON
+    # document (amplihack, AgentOS JSON, ChatGPT's conversations.json).
+    options.setdefault("max_line_bytes", int(settings.MEMORYHUB_MAX_ARCHIVE_LINE_BYTES))
+    options.setdefault("max_bytes", int(settings.MEMORYHUB_MAX_JSON_DOCUMENT_BYTES))
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise UnknownFormat(f"unknown format {fmt!r}; use one of: {', '.join(sorted(READERS))}")
