@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,7 @@ from banks.services.memories import memory_retain
 from banks.services.mental_models import mental_model_create
 from banks.services.observations import observation_create
 from banks.services.tokens import token_create
+from tests.portability.fixtures import FIXTURES
 
 pytestmark = pytest.mark.fuzz
 
@@ -90,8 +92,15 @@ NEGATIVE_CHECKS = [no_server_error, status_code_conformance, content_type_confor
 
 
 @pytest.fixture
-def fuzz_world(db: None) -> dict[str, Any]:
-    """Two banks with a little of everything, so requests aimed at real ids reach real objects."""
+def fuzz_world(db: None, settings: Any, tmp_path: Path) -> dict[str, Any]:
+    """Two banks with a little of everything, so requests aimed at real ids reach real objects, and an
+    archive root with files an import or export may be aimed at."""
+    settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
+    (tmp_path / "sample.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
+    (tmp_path / "conversations.json").write_text('[{"mapping": {}, "current_node": "x", "title": ')
+    (tmp_path / "out").mkdir()
+    paths = [str(tmp_path / "sample.ama.jsonl"), str(tmp_path / "conversations.json"),
+             str(tmp_path / "out" / "export.ama.jsonl"), str(tmp_path / "out")]
     full = bank_create(bank_id=FULL, actor="test", get_existing=True)
     read = bank_create(bank_id=READ, actor="test", get_existing=True)
     memory = None
@@ -113,12 +122,13 @@ def fuzz_world(db: None) -> dict[str, Any]:
         "ids": {"model_id": "fuzz-model", "directive_id": directive.model_id,
                 "observation_id": observation.observation_id, "job_id": job.pk, "number": 1,
                 "memory_id": memory.memory_id},
+        "paths": paths,
     }
 
 
-def _aim(case: Any, bank: str | None, ids: dict[str, Any] | None) -> None:
-    """Point a generated request at one of the granted banks and, for ``ids``, at objects that exist
-    (``None``: leave what was generated)."""
+def _aim(case: Any, bank: str | None, ids: dict[str, Any] | None, file: str | None = None) -> None:
+    """Point a generated request at one of the granted banks, for ``ids`` at objects that exist, and
+    for ``file`` at a file in the archive root (``None``: leave what was generated)."""
     path = case.path_parameters if isinstance(case.path_parameters, dict) else {}
     query = case.query if isinstance(case.query, dict) else {}
     body = case.body if isinstance(case.body, dict) else {}
@@ -129,6 +139,8 @@ def _aim(case: Any, bank: str | None, ids: dict[str, Any] | None) -> None:
     for name, value in (ids or {}).items():
         if name in path:
             path[name] = value
+    if file is not None and "path" in body:
+        body["path"] = file
 
 
 class InProcessApp:
@@ -160,7 +172,8 @@ def test_operation_answers_as_documented(fuzz_world, method, path, mode):
         case = data.draw(operation.as_strategy(generation_mode=mode))
         who = data.draw(st.sampled_from(["granted"] * 6 + ["none", "wrong"]))
         _aim(case, data.draw(st.sampled_from([FULL, FULL, FULL, READ, None])),
-             data.draw(st.sampled_from([fuzz_world["ids"], None])))
+             data.draw(st.sampled_from([fuzz_world["ids"], None])),
+             data.draw(st.sampled_from([*fuzz_world["paths"], None])))
         token = fuzz_world["tokens"][who]
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         response = case.call(app=app, headers=headers)
