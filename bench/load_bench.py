@@ -145,8 +145,10 @@ class Results:
 
 
 async def client(number: int, base: str, token: str, bank_id: str, share: float, results: Results,
-                 stop_at: float, seed: int) -> None:
-    rng = random.Random(seed * 1000 + number)
+                 stop_at: float, seed: int, run: str) -> None:
+    # Seeded per run as well as per client: a later run on the same (reused) bank must not send the
+    # sentences of an earlier one, which the server would rightly answer as near-duplicates.
+    rng = random.Random(f"{seed}:{run}:{number}")
     headers = {"Authorization": f"Bearer {token}"}
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as http:
@@ -188,7 +190,9 @@ async def run_load(base: str, tokens: list[str], bank_id: str, args: argparse.Na
     results = Results()
     begin = time.monotonic()
     stop_at = begin + args.warmup + args.seconds
-    tasks = [asyncio.create_task(client(i, base, tokens[i], bank_id, args.recall_share, results, stop_at, args.seed))
+    run = uuid.uuid4().hex[:8]
+    tasks = [asyncio.create_task(client(i, base, tokens[i], bank_id, args.recall_share, results, stop_at, args.seed,
+                                        run))
              for i in range(args.clients)]
     await asyncio.sleep(args.warmup)
     results.counting = True
