@@ -183,6 +183,7 @@ RESPONSES.update({
 ACCEPTED_RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("ObservationsConsolidateApi", "post"): res.JobQueued, ("IngestTurnApi", "post"): res.TurnQueued,
     ("JobResumeApi", "post"): res.Job, ("ExportApi", "post"): res.Job, ("ImportApi", "post"): res.Job,
+    ("ReextractEntitiesApi", "post"): res.Job,
 }
 
 _MODELS: dict[str, type[BaseModel]] = {}

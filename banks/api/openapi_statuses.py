@@ -36,7 +36,8 @@ READ_POSTS = frozenset({
 })
 
 # Work handed to the worker: 202 with the job (or the queued turn).
-ACCEPTED = frozenset({("ObservationsConsolidateApi", "post"), ("IngestTurnApi", "post"), ("JobResumeApi", "post")})
+ACCEPTED = frozenset({("ObservationsConsolidateApi", "post"), ("IngestTurnApi", "post"), ("JobResumeApi", "post"),
+                      ("ReextractEntitiesApi", "post")})
 # 200 when run inline, 202 with ``"async": true``.
 MAYBE_ACCEPTED = frozenset({("ExportApi", "post"), ("ImportApi", "post")})
 

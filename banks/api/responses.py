@@ -231,8 +231,14 @@ class ExportResult(BaseModel):
     bank_id: str
     path: str
     exported_count: int
-    memories: int
-    observations: int
+    # An AMA export: the memory and observation lines written.
+    memories: int | None = None
+    observations: int | None = None
+    # Another format than AMA (markdown, csv, ...).
+    format: str | None = None
+    # A whole-bank archive: the records written, by kind.
+    full: bool | None = None
+    counts: dict[str, int] | None = None
 
 
 class ImportResult(BaseModel):
