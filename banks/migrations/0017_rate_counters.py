@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('banks', '0014_text_search_language'),
+        ('banks', '0016_token_principal'),
     ]
 
     operations = [
