@@ -3,6 +3,12 @@
 The column holds vectors of any size; each common size has a partial HNSW
 index on ``embedding::vector(N)``. A query must use the very same cast for
 PostgreSQL to pick that index, so every distance expression is built here.
+
+Two kinds of HNSW index hold memories: the shared ones (``memory_hnsw_<N>``, every bank's rows
+but those flagged ``own_vector_index``) and a big bank's own (``memory_hnsw_bank_<pk>``, built
+after a bulk load, see banks.services.vector_indexes). A nearest-neighbour query on memories adds
+``vector_scope()`` so its WHERE clause implies exactly one of those predicates. While a bank's
+own index is being built no index matches, and PostgreSQL answers exactly (slower, never wrong).
 """
 
 from __future__ import annotations
@@ -29,7 +35,52 @@ def hnsw_index_sql(table: str, dims: int, name: str) -> str:
     )
 
 
-__all__ = ["INDEXED_DIMENSIONS", "distance_sql", "hnsw_index_sql", "vector_literal"]
+def bank_index_name(bank_pk: int) -> str:
+    return f"memory_hnsw_bank_{int(bank_pk)}"
+
+
+def bank_index_sql(bank_pk: int, dims: int, *, concurrently: bool) -> str:
+    """A bank's own partial HNSW index; its predicate is what ``vector_scope`` adds for that bank."""
+    how = "CONCURRENTLY " if concurrently else ""
+    return (f"CREATE INDEX {how}IF NOT EXISTS {bank_index_name(bank_pk)} ON banks_memory USING hnsw "
+            f"((embedding::vector({int(dims)})) vector_cosine_ops) "
+            f"WHERE bank_id = {int(bank_pk)} AND embedding_dims = {int(dims)} AND own_vector_index")
+
+
+def vector_scope(bank_pk: int, alias: str = "") -> str:
+    """The clause that sends a memory vector search of bank ``bank_pk`` to the index holding its rows.
+
+    Read fresh each time (not from a Bank object loaded earlier): a bank can move to its own index
+    while a long-lived object still says otherwise, and the wrong clause would find none of its rows.
+    The bank id is written as a literal so the partial index matches even with server-side binding.
+    """
+    from django.db import connection
+
+    prefix = f"{alias}." if alias else ""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s", [bank_pk])
+        row = cursor.fetchone()
+    if row and row[0]:
+        return f"{prefix}bank_id = {int(bank_pk)} AND {prefix}own_vector_index"
+    return f"NOT {prefix}own_vector_index"
+
+
+def vector_index_state(bank_pk: int) -> str:
+    """``shared``, ``own`` (the bank's index is ready) or ``building`` (searches on it are exact meanwhile)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT b.own_vector_index, i.indisvalid AND i.indisready FROM banks_bank b "
+                       "LEFT JOIN pg_index i ON i.indexrelid = to_regclass(%s) WHERE b.id = %s",
+                       [bank_index_name(bank_pk), bank_pk])
+        row = cursor.fetchone()
+    if not row or not row[0]:
+        return "shared"
+    return "own" if row[1] else "building"
+
+
+__all__ = ["INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql", "distance_sql", "hnsw_index_sql",
+           "vector_index_state", "vector_literal", "vector_scope"]
 
 
 def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001

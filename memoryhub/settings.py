@@ -261,6 +261,11 @@ MEMORYHUB_EMBEDDINGS_API_KEY = env_str("MEMORYHUB_EMBEDDINGS_API_KEY")
 MEMORYHUB_EMBEDDINGS_DIMENSIONS = env_int("MEMORYHUB_EMBEDDINGS_DIMENSIONS", 384)
 # BLAS threads the local model may use per call (0: as many as BLAS likes).
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", 1)
+# An import of this many memories or more moves the bank onto its own HNSW index, built after the
+# load (docs/scaling.md); the build's memory and parallel workers (session settings, for that build only).
+MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
+MEMORYHUB_INDEX_BUILD_MEMORY = env_str("MEMORYHUB_INDEX_BUILD_MEMORY", "512MB")
+MEMORYHUB_INDEX_BUILD_WORKERS = env_int("MEMORYHUB_INDEX_BUILD_WORKERS", min(7, max(2, (os.cpu_count() or 2) - 1)))
 MEMORYHUB_LLM = env_str("MEMORYHUB_LLM", "extractive")
 MEMORYHUB_LLM_URL = env_str("MEMORYHUB_LLM_URL", "https://api.openai.com/v1")
 MEMORYHUB_LLM_API_KEY = env_str("MEMORYHUB_LLM_API_KEY")

@@ -73,7 +73,7 @@ def _import(job: Job) -> None:
     report = archive_import(
         bank=_bank(job), records=records, actor=job.created_by, on_conflict=params.get("on_conflict", "skip"),
         dry_run=params.get("dry_run", False), strict=params.get("strict", False),
-        skip_records=int(params.get("skip_records", 0)),
+        skip_records=int(params.get("skip_records", 0)), expected=total,
         source_label=f"import:{fmt}:{header.provider or path.name}",
         progress=lambda r: job_progress(job=job, done=r.lines, total=max(total or 0, r.lines) or None,
                                         counts=r.counts(), errors=r.errors),

@@ -86,6 +86,7 @@ class RecallTrace(BaseModel):
     time_window: dict[str, str] | None = None
     rerank: RerankNote | None = None
     expansion: QueryExpansion | None = None
+    vector_index: str | None = None
 
 
 class RecallResult(BaseModel):

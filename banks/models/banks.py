@@ -31,6 +31,9 @@ class Bank(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # A big bank's vectors live in its own HNSW index (built after a bulk load), not the shared one.
+    # Set by banks.services.vector_indexes, never by hand: its memories' rows carry the same flag.
+    own_vector_index = models.BooleanField(default=False, db_default=False)
 
     objects = BankQuerySet.as_manager()
 

@@ -76,6 +76,9 @@ class Memory(EmbeddedText):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # Copy of the bank's flag (a trigger sets it on insert): the shared HNSW indexes leave these rows out,
+    # the bank's own partial index holds them. See banks.vectors.vector_scope.
+    own_vector_index = models.BooleanField(default=False, db_default=False)
 
     objects = MemoryQuerySet.as_manager()
 

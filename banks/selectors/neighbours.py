@@ -14,7 +14,7 @@ from typing import Any
 from django.db import connection
 
 from banks.models import Bank, Memory
-from banks.vectors import distance_sql, vector_literal
+from banks.vectors import distance_sql, vector_literal, vector_scope
 
 # How far below the retain-time dedup threshold a pair still deserves an operator's look.
 REVIEW_MARGIN = 0.1
@@ -55,7 +55,8 @@ def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5) -> li
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (f"SELECT m.memory_id, m.text, m.retained_at, 1 - {distance} FROM banks_memory m "  # noqa: S608
            "WHERE m.bank_id = %s AND m.embedding_dims = %s AND m.archived_at IS NULL "
-           f"AND m.forgotten_at IS NULL AND m.id <> %s ORDER BY {distance}{{exact}} LIMIT %s")
+           f"AND m.forgotten_at IS NULL AND {vector_scope(memory.bank_id, 'm')} AND m.id <> %s "
+           f"ORDER BY {distance}{{exact}} LIMIT %s")
     params: list[Any] = [literal, memory.bank_id, dims, memory.pk, literal, limit]
     # One round trip: statements sent together run as one transaction, so the SET LOCALs (keep
     # walking the graph until rows of this bank turn up) hold for the query that follows them.

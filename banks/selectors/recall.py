@@ -28,7 +28,7 @@ from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_rerank import rerank_stage
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
-from banks.vectors import distance_sql, nearest_rows
+from banks.vectors import distance_sql, nearest_rows, vector_index_state, vector_scope
 from memoryhub.replica import read_connection, tolerates_lag
 
 __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
@@ -79,8 +79,9 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
     # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
+    # {scope} picks the shared HNSW index or the bank's own (banks.vectors.vector_scope).
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
-           f"AND m.embedding_model = %s ORDER BY {distance}{{exact}} LIMIT %s")
+           f"AND m.embedding_model = %s AND {vector_scope(bank.pk, 'm')} ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
                         limit=limit)
     # relaxed_order may return neighbours slightly out of order.
@@ -193,6 +194,8 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
+    if "semantic" in arms or "temporal" in ranked:
+        trace.vector_index = vector_index_state(bank.pk)
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
     fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}

@@ -71,6 +71,9 @@ class RecallTrace:
     layer_weights: dict[str, float] | None = None
     detail_level: str | None = None
     external_context_count: int | None = None
+    # Which HNSW index served the semantic arm: "shared", the bank's "own", or "building" (its own
+    # index is being built after a big import: the arm is answered exactly meanwhile, slower but right).
+    vector_index: str | None = None
 
 
 @dataclass

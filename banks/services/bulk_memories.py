@@ -12,8 +12,9 @@ write; this module only writes it). Why this shape:
   constraints still decide duplicates under concurrency, and rows another writer
   stored meanwhile are simply not inserted (the caller learns which ones landed).
 * Keyword search sees the rows as soon as the batch commits (``search_vector`` is a
-  generated column, indexed by GIN); the vector index is maintained in the same
-  statement.
+  generated column, indexed by GIN). The vector index is maintained in the same
+  statement, unless the bank has its own (banks.services.vector_indexes): its rows are
+  flagged ``own_vector_index`` here and no shared graph is touched.
 """
 
 from __future__ import annotations
@@ -86,8 +87,12 @@ def write_memory_rows(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) ->
                     vector_literal(list(row.embedding)) if row.embedding is not None else None,
                     row.embedding_model, row.embedding_dims,
                 ))
-        # Vetted: {columns} is the module's own fixed column list; no value is interpolated.
+        # The bank's vector tier, under the same key share lock the row trigger takes (a bank moving to
+        # its own index waits for this batch); passing it spares the trigger a lookup per row.
+        cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s FOR KEY SHARE", [bank_pk])
+        own = bool(cursor.fetchone()[0])
+        # Vetted: {columns} is the module's own fixed column list; the flag is a parameter.
         cursor.execute(
-            f"INSERT INTO banks_memory ({columns}) SELECT {columns} FROM memory_bulk_staging "  # noqa: S608
-            "ON CONFLICT DO NOTHING RETURNING memory_id, id")
+            f"INSERT INTO banks_memory ({columns}, own_vector_index) "  # noqa: S608
+            f"SELECT {columns}, %s FROM memory_bulk_staging ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
         return {memory_id: pk for memory_id, pk in cursor.fetchall()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from banks.models import Bank, Memory, Observation, ObservationEvidence
 from banks.providers import get_embedder, get_llm
 from banks.services.observations import observation_create, observation_update
-from banks.vectors import distance_sql, nearest_rows
+from banks.vectors import distance_sql, nearest_rows, vector_scope
 
 CLUSTER_SIMILARITY = 0.6
 MATCH_OBSERVATION_SIMILARITY = 0.8
@@ -36,7 +36,8 @@ def _neighbours(bank: Bank, memory: Memory, candidates: set[int], similarity: fl
     distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE id = %s)")
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension and a fixed subquery; values are parameters.
     sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "  # noqa: S608
-           f"AND archived_at IS NULL AND forgotten_at IS NULL AND id <> %s ORDER BY {distance}{{exact}} LIMIT %s")
+           f"AND archived_at IS NULL AND forgotten_at IS NULL AND {vector_scope(bank.pk)} AND id <> %s "
+           f"ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2],
                         limit=MAX_CLUSTER * 2)
     return [pk for pk, sim in rows if sim >= similarity and pk in candidates][:MAX_CLUSTER - 1]

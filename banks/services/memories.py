@@ -21,7 +21,7 @@ from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
-from banks.vectors import distance_sql, nearest_rows, vector_literal
+from banks.vectors import distance_sql, nearest_rows, vector_literal, vector_scope
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
@@ -107,6 +107,7 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     sql = (
         f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
+        f"AND {vector_scope(bank.pk)} "
         + ("AND id <> %s " if exclude_pk else "")
         + f"ORDER BY {distance}{{exact}} LIMIT 1"
     )

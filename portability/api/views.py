@@ -144,7 +144,8 @@ class ImportApi(BankApiView):
             return ok(job_body(job), status=202)
         report = archive_import(bank=bank, records=records, actor=self.actor(request), on_conflict=body.on_conflict,
                                 dry_run=body.dry_run, strict=body.strict,
-                                source_label=f"import:{fmt}:{header.provider or source.name}")
+                                source_label=f"import:{fmt}:{header.provider or source.name}",
+                                expected=header.memory_count if isinstance(header.memory_count, int) else None)
         if report.aborted:
             # Strict mode found bad lines and wrote nothing: the request as a whole could not be processed.
             raise Unprocessable(report.aborted, counts=report.counts(), line_errors=report.errors[:100])

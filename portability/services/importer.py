@@ -27,6 +27,7 @@ from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
+from banks.services.vector_indexes import bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
@@ -322,8 +323,13 @@ def archive_import(
     progress: Callable[[ImportReport], None] | None = None,
     extract_entities: bool = True,
     skip_records: int = 0,
+    expected: int | None = None,
 ) -> ImportReport:
-    """``records`` is a callable returning a fresh iterator (strict mode reads the archive twice)."""
+    """``records`` is a callable returning a fresh iterator (strict mode reads the archive twice).
+
+    ``expected`` is the archive's own count of records when it says one: a big import moves the bank
+    onto its own vector index, loads without HNSW upkeep and builds the index at the end.
+    """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput(f"must be one of {', '.join(ON_CONFLICT)}", field="on_conflict")
     report = ImportReport(dry_run=dry_run, strict=strict, on_conflict=on_conflict)
@@ -348,15 +354,20 @@ def archive_import(
             return report
     importer = _Importer(bank=bank, actor=actor, on_conflict=on_conflict, dry_run=dry_run,
                          source_label=source_label, report=report, extract_entities=extract_entities)
+    build_index = False
     if not dry_run:
         # Written first, so rows of a batch that commits before a crash always sit under an import record.
         audit_record(actor=actor, action="bank.import.start", bank=bank,
                      details={"on_conflict": on_conflict, "source": source_label})
+        build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
     for batch in _batches(_after(records(), skip_records, report), batch_size):
         importer.run_batch(batch)
         if progress:
             progress(report)
     if not dry_run:
+        if build_index or bank.own_vector_index:
+            # Batches are committed and searchable by keyword already; semantic recall is exact until this ends.
+            bank_vector_index_build(bank)
         report.unresolved_links = links_unresolved(bank)
     # Bad lines are found while reading, duplicates while classifying: report them in file order.
     report.errors.sort(key=lambda e: (0, e["line"], "") if isinstance(e["line"], int) else (1, 0, str(e["line"])))

@@ -75,7 +75,7 @@ class Command(BaseCommand):
             return archive_import(bank=bank, records=records, actor="cli", on_conflict=options["on_conflict"],
                                   dry_run=options["dry_run"], strict=options["strict"],
                                   source_label=f"import:{fmt}:{header.provider or name}",
-                                  progress=lambda r: bar.update(r.lines, total))
+                                  progress=lambda r: bar.update(r.lines, total), expected=total)
         except (UnicodeError, ValueError, OSError) as exc:
             # A file that is not what --format says (gzip, binary) fails while being read.
             raise CommandError(f"could not read {name} as {fmt}: {exc}") from None

@@ -40,7 +40,8 @@ class Command(BaseCommand):
                 archive = cli_path(options["from_archive"], options["root"])
             fmt, header, records = open_archive(archive)
             report = archive_import(bank=target, records=records, actor="cli", on_conflict=options["on_conflict"],
-                                    source_label=f"migrate:{header.bank_id or archive.name}")
+                                    source_label=f"migrate:{header.bank_id or archive.name}",
+                                    expected=header.memory_count if isinstance(header.memory_count, int) else None)
         counts = report.counts()
         self.stdout.write(f"imported {counts['imported']} into {target.bank_id} (skipped {counts['skipped']}, "
                           f"duplicates {counts['duplicates']}, invalid {counts['invalid']})")

@@ -1,0 +1,115 @@
+"""A big bank's own HNSW index: moving the bank onto it, dropping it before a big load, building it.
+
+Why: maintaining one shared HNSW graph row by row is most of a bulk import's time. A bank that
+takes a big import moves to its own partial index instead (``own_vector_index``); its rows are then
+COPYed with no HNSW work at all, and the index is built once after the load, by PostgreSQL's
+parallel index build. Recall on the bank uses the matching predicate (banks.vectors.vector_scope);
+while the index is missing (dropped for the load, or being built) the same query is answered
+exactly, so results stay right and the bank's keyword search is never affected.
+
+Builds run ``CONCURRENTLY`` so retains and imports into every bank keep writing meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from banks.models import Bank, Memory
+from banks.services.memories import bank_embedder
+from banks.vectors import bank_index_name, bank_index_sql
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_lock key space: one lock per bank for its index work (two imports never race a build).
+_LOCK_CLASS = 0x4D48_0001
+
+
+def bank_vector_index_adopt(bank: Bank) -> bool:
+    """Move ``bank`` onto its own vector index (rows stay searchable; exact until the index is built).
+
+    Returns False when it already was. The bank row is locked FOR UPDATE first: an insert into the
+    bank holds a key share lock on it (the row trigger), so every row committed before this one
+    is flagged below and every later one is flagged by the trigger.
+    """
+    with transaction.atomic():
+        locked = Bank.objects.select_for_update().only("pk", "own_vector_index").get(pk=bank.pk)
+        if locked.own_vector_index:
+            bank.own_vector_index = True
+            return False
+        Bank.objects.filter(pk=bank.pk).update(own_vector_index=True)
+        Memory.objects.filter(bank_id=bank.pk, own_vector_index=False).update(own_vector_index=True)
+    bank.own_vector_index = True
+    return True
+
+
+def _index_exists(bank_pk: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [bank_index_name(bank_pk)])
+        return bool(cursor.fetchone()[0])
+
+
+def bank_vector_index_drop(bank: Bank) -> None:
+    """Drop the bank's own index (before a load big enough that rebuilding beats inserting)."""
+    how = "" if connection.in_atomic_block else "CONCURRENTLY "
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {how}IF EXISTS {bank_index_name(bank.pk)}")
+
+
+def bank_vector_index_prepare(bank: Bank, *, incoming: int) -> bool:
+    """Before an import of about ``incoming`` memories: should it load without any HNSW upkeep?
+
+    Big imports (``MEMORYHUB_OWN_VECTOR_INDEX_MIN`` or more) move the bank onto its own index; when
+    the import is at least as large as what the bank holds, that index is dropped now and rebuilt
+    by ``bank_vector_index_build`` afterwards (one parallel build beats as many inserts into the
+    graph). Returns True when the caller must build afterwards.
+    """
+    if incoming < settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN and not bank.own_vector_index:
+        return False
+    bank_vector_index_adopt(bank)
+    if not _index_exists(bank.pk):
+        return True
+    if incoming >= Memory.objects.filter(bank_id=bank.pk).count():
+        bank_vector_index_drop(bank)
+        return True
+    return False
+
+
+def bank_vector_index_build(bank: Bank) -> bool:
+    """Build the bank's own index if it is missing or invalid (a build killed half way); True if it built.
+
+    Uses ``MEMORYHUB_INDEX_BUILD_MEMORY`` and ``MEMORYHUB_INDEX_BUILD_WORKERS`` for this session
+    only: an HNSW graph that does not fit ``maintenance_work_mem`` builds an order of magnitude slower.
+    """
+    bank.refresh_from_db(fields=["own_vector_index", "embedding_provider"])
+    if not bank.own_vector_index:
+        return False
+    dims = bank_embedder(bank).dimensions
+    name = bank_index_name(bank.pk)
+    concurrently = not connection.in_atomic_block
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, bank.pk])
+        try:
+            cursor.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", [name])
+            row = cursor.fetchone()
+            if row and row[0]:
+                return False
+            if row:  # left invalid by an interrupted concurrent build
+                cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
+            cursor.execute("SELECT current_setting('maintenance_work_mem'), "
+                           "current_setting('max_parallel_maintenance_workers')")
+            memory, workers = cursor.fetchone()
+            cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
+                           "set_config('max_parallel_maintenance_workers', %s, false)",
+                           [settings.MEMORYHUB_INDEX_BUILD_MEMORY, str(settings.MEMORYHUB_INDEX_BUILD_WORKERS)])
+            try:
+                cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently))
+            finally:
+                cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
+                               "set_config('max_parallel_maintenance_workers', %s, false)", [memory, workers])
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank.pk])
+    logger.info("built vector index %s for bank %s", name, bank.bank_id)
+    return True

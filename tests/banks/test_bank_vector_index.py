@@ -1,0 +1,135 @@
+"""A big import moves a bank onto its own HNSW index: built after the load, used by recall, exact meanwhile."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from banks.models import Bank, Memory
+from banks.selectors.recall import recall_memories
+from banks.services.memories import memory_retain
+from banks.services.vector_indexes import bank_vector_index_build, bank_vector_index_drop
+from banks.vectors import bank_index_name, vector_index_state
+from portability.formats.registry import open_archive
+from portability.services import archive_import
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basil cedar dune ember").split()
+
+
+def write_archive(path: Path, n: int, *, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(10)) + f" note {i}" for i in range(n)]
+    with path.open("w") as fp:
+        fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "memory_count": n}) + "\n")
+        for i, text in enumerate(texts):
+            fp.write(json.dumps({"id": f"m{i}", "text": text, "fact_type": "world"}) + "\n")
+    return texts
+
+
+def import_file(bank: Bank, path: Path):  # noqa: ANN201
+    _, header, records = open_archive(path)
+    return archive_import(bank=bank, records=records, actor="test", extract_entities=False,
+                          expected=header.memory_count)
+
+
+def semantic_plan(bank: Bank, query: str) -> str:
+    statements = []
+
+    def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+        if "<=>" in sql and "FROM banks_memory m" in sql:
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        recall_memories(bank, query, max_results=5, arms=("semantic",))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+        cursor.execute("EXPLAIN " + statements[0][0], statements[0][1])
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def top_hit(bank: Bank, query: str) -> str:
+    hits, _, trace, _ = recall_memories(bank, query, max_results=3, arms=("semantic",))
+    return hits[0].text if hits else ""
+
+
+@pytest.fixture
+def small_threshold(settings):  # noqa: ANN001, ANN201
+    settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN = 200
+    return settings
+
+
+@pytest.mark.django_db(transaction=True)
+def test_big_import_builds_the_banks_own_index_and_recall_uses_it(make_bank, small_threshold, tmp_path):
+    big, small = make_bank("big"), make_bank("small")
+    texts = write_archive(tmp_path / "big.jsonl", 400)
+    write_archive(tmp_path / "small.jsonl", 150, seed=5)
+    report = import_file(big, tmp_path / "big.jsonl")
+    assert report.imported == 400
+    import_file(small, tmp_path / "small.jsonl")
+
+    big.refresh_from_db()
+    small.refresh_from_db()
+    assert big.own_vector_index and not small.own_vector_index
+    assert not Memory.objects.filter(bank=big, own_vector_index=False).exists()
+    assert not Memory.objects.filter(bank=small, own_vector_index=True).exists()
+    assert vector_index_state(big.pk) == "own" and vector_index_state(small.pk) == "shared"
+
+    with connection.cursor() as cursor:
+        # A tiny table: make the planner show which index it may use rather than sort a few rows.
+        cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        assert bank_index_name(big.pk) in semantic_plan(big, texts[7])
+        assert "memory_hnsw_384" in semantic_plan(small, "alpha bravo")
+        cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+    assert top_hit(big, texts[7]) == texts[7]
+
+    # A retain into the bank lands in its own index (the row trigger flags it) and is found there.
+    retained = memory_retain(bank=big, text="zulu yankee xray whiskey a brand new memory", actor="test")
+    row = Memory.objects.get(bank=big, memory_id=retained.memory.memory_id)
+    assert row.own_vector_index
+    assert top_hit(big, "zulu yankee xray whiskey a brand new memory") == row.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recall_is_exact_while_the_banks_index_is_missing(make_bank, small_threshold, tmp_path):
+    bank = make_bank("big")
+    texts = write_archive(tmp_path / "big.jsonl", 300)
+    import_file(bank, tmp_path / "big.jsonl")
+    bank.refresh_from_db()
+    bank_vector_index_drop(bank)
+    assert vector_index_state(bank.pk) == "building"
+    hits, _, trace, _ = recall_memories(bank, texts[42], max_results=3, arms=("semantic", "keyword"))
+    assert trace.vector_index == "building"
+    assert hits[0].text == texts[42]
+    assert bank_vector_index_build(bank) is True
+    assert bank_vector_index_build(bank) is False  # already there: nothing to do
+    assert vector_index_state(bank.pk) == "own"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_after_a_kill_builds_the_index_and_stores_nothing_twice(make_bank, small_threshold, tmp_path):
+    bank = make_bank("big")
+    texts = write_archive(tmp_path / "big.jsonl", 300)
+    _, header, records = open_archive(tmp_path / "big.jsonl")
+
+    def killed():  # noqa: ANN202
+        for i, record in enumerate(records()):
+            if i == 250:
+                raise KeyboardInterrupt
+            yield record
+
+    with pytest.raises(KeyboardInterrupt):
+        archive_import(bank=bank, records=killed, actor="test", extract_entities=False, batch_size=100,
+                       expected=header.memory_count)
+    assert vector_index_state(bank.pk) == "building"
+    assert Memory.objects.filter(bank=bank).count() == 200
+    report = import_file(bank, tmp_path / "big.jsonl")
+    assert (report.imported, report.skipped) == (100, 200)
+    assert Memory.objects.filter(bank=bank).count() == 300
+    assert vector_index_state(bank.pk) == "own"
+    assert top_hit(bank, texts[260]) == texts[260]
