@@ -91,8 +91,9 @@ def main() -> None:
                 next_report[0] += max(args.memories // 10, args.batch)
 
         started = time.perf_counter()
-        _, _, records = open_archive(archive)
-        report = archive_import(bank=bank, records=records, actor="bench", batch_size=args.batch, progress=progress)
+        _, header, records = open_archive(archive)
+        report = archive_import(bank=bank, records=records, actor="bench", batch_size=args.batch, progress=progress,
+                                expected=header.memory_count)
         took = took_import = time.perf_counter() - started
         print(f"IMPORT {report.imported} memories in {took:.1f} s = {report.imported / took:.0f} memories/s; "
               f"RSS before {baseline:.0f} MB, during min {min(samples):.0f} / max {max(samples):.0f} MB, "

@@ -49,7 +49,8 @@ class MemoryRow:
     created_at: datetime
     source: str | None
     content_hash: str
-    embedding: Sequence[float] | None
+    # The vector, or its pgvector literal already formatted (by the embedding workers).
+    embedding: Sequence[float] | str | None
     embedding_model: str
     embedding_dims: int | None
 
@@ -61,6 +62,12 @@ def _staging_sql() -> str:
             "created_at timestamptz, updated_at timestamptz, source varchar(2048), pii boolean, "
             "content_hash varchar(64), embedding vector, embedding_model varchar(200), "
             "embedding_dims smallint) ON COMMIT DELETE ROWS")
+
+
+def _literal(embedding: Sequence[float] | str | None) -> str | None:
+    if embedding is None or isinstance(embedding, str):
+        return embedding
+    return vector_literal(list(embedding))
 
 
 def write_memory_rows(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[str, int]:
@@ -84,7 +91,7 @@ def write_memory_rows(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) ->
                     bank_pk, row.memory_id, row.text, row.fact_type, row.memory_layer, list(row.tags),
                     json.dumps(row.metadata), row.occurred_at, row.retained_at, row.created_at, now, row.source,
                     False, row.content_hash,
-                    vector_literal(list(row.embedding)) if row.embedding is not None else None,
+                    _literal(row.embedding),
                     row.embedding_model, row.embedding_dims,
                 ))
         # The bank's vector tier, under the same key share lock the row trigger takes (a bank moving to

@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory, MemoryEntity
+from banks.providers.embed_pool import EmbedPool, Pending
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
@@ -128,15 +130,26 @@ class _Importer:
         self.extract = extract_entities
         # Ids seen in this archive (as 64-bit digests, so a huge archive stays cheap): a repeat is reported.
         self.seen_ids: dict[int, Any] = {}
+        # Vector literals the embedding workers computed for the current batch, by id() of the record.
+        self.ready: dict[int, str] = {}
 
-    def _vectors(self, records: list[MemoryRecord]) -> list[list[float]]:
-        vectors: list[list[float] | None] = []
+    def _reusable(self, record: MemoryRecord) -> bool:
+        # An embedding in the archive is reused only when it comes from the bank's own model.
+        return bool(record.embedding and record.embedding_model == self.embedder.name
+                    and len(record.embedding) == self.embedder.dimensions)
+
+    def to_embed(self, batch: list[MemoryRecord | RecordError]) -> list[MemoryRecord]:
+        """The records of ``batch`` that will need a fresh vector if they are stored."""
+        return [r for r in batch if isinstance(r, MemoryRecord) and r.text.strip() and not self._reusable(r)]
+
+    def _vectors(self, records: list[MemoryRecord]) -> list[list[float] | str]:
+        vectors: list[list[float] | str | None] = []
         missing: list[int] = []
         for i, record in enumerate(records):
-            # An embedding in the archive is reused only when it comes from the bank's own model.
-            if (record.embedding and record.embedding_model == self.embedder.name
-                    and len(record.embedding) == self.embedder.dimensions):
+            if self._reusable(record):
                 vectors.append(record.embedding)
+            elif (literal := self.ready.get(id(record))) is not None:
+                vectors.append(literal)
             else:
                 vectors.append(None)
                 missing.append(i)
@@ -217,7 +230,9 @@ class _Importer:
             return
         self._write(new_rows, overwrite_rows)
 
-    def _memory(self, record: MemoryRecord, digest: str, vector: list[float], now: Any) -> Memory:
+    def _memory(self, record: MemoryRecord, digest: str, vector: list[float] | str, now: Any) -> Memory:
+        if isinstance(vector, str):
+            vector = [float(x) for x in vector[1:-1].split(",")]
         return Memory(
             bank=self.bank, memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
@@ -237,7 +252,7 @@ class _Importer:
                 record.entities = [EntityRecord(name=e.name, entity_type=e.entity_type)
                                    for e in llm.extract_entities(record.text)]
 
-    def _row(self, record: MemoryRecord, digest: str, vector: list[float], now: Any) -> MemoryRow:
+    def _row(self, record: MemoryRecord, digest: str, vector: list[float] | str, now: Any) -> MemoryRow:
         return MemoryRow(
             memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
@@ -310,6 +325,15 @@ class _Importer:
         report.archived += graph["archived"]
 
 
+def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: list[MemoryRecord], pending: Pending,
+         progress: Callable[[ImportReport], None] | None) -> None:
+    importer.ready = {id(record): literal for record, literal in zip(todo, pending.get(), strict=True)}
+    importer.run_batch(batch)
+    importer.ready = {}
+    if progress:
+        progress(importer.report)
+
+
 def archive_import(
     *,
     bank: Bank,
@@ -360,10 +384,17 @@ def archive_import(
         audit_record(actor=actor, action="bank.import.start", bank=bank,
                      details={"on_conflict": on_conflict, "source": source_label})
         build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
-    for batch in _batches(_after(records(), skip_records, report), batch_size):
-        importer.run_batch(batch)
-        if progress:
-            progress(report)
+    # The embedding workers embed batch n + 1 while batch n is written (nothing to embed in a dry run).
+    workers = 1 if dry_run else settings.MEMORYHUB_EMBED_WORKERS
+    with EmbedPool(importer.embedder, workers) as pool:
+        ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
+        for batch in _batches(_after(records(), skip_records, report), batch_size):
+            todo = [] if dry_run else importer.to_embed(batch)
+            current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
+            if current is not None:
+                _run(importer, *current, progress)
+        if ahead is not None:
+            _run(importer, *ahead, progress)
     if not dry_run:
         if build_index or bank.own_vector_index:
             # Batches are committed and searchable by keyword already; semantic recall is exact until this ends.
