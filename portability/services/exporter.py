@@ -23,8 +23,15 @@ from django.db.models import Prefetch
 
 from banks.models import Bank, Entity, Memory, MemoryLink, Observation, ObservationEvidence
 from banks.services.audit import audit_record
-from portability.formats.ama import atomic_write, record_to_line, write_ama
+from portability.formats.ama import (
+    AmaCountMismatch,
+    atomic_write,
+    dumps_line,
+    header_line,
+    record_to_line,
+)
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord
+from portability.services.export_lines import memory_lines
 
 CHUNK = 2000
 
@@ -74,8 +81,8 @@ def _memories(bank: Bank, include_archived: bool):  # noqa: ANN202
 
 
 def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, include_observations: bool,
-             include_archived: bool) -> Iterator[MemoryRecord]:
-    rows = _memories(bank, include_archived)
+             include_archived: bool, memories: bool = True) -> Iterator[MemoryRecord]:
+    rows = _memories(bank, include_archived) if memories else Memory.objects.none()
     if include_entities:
         rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.only("name", "entity_type",
                                                                                       "aliases")),
@@ -92,6 +99,23 @@ def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, in
             Prefetch("evidence", queryset=ObservationEvidence.objects.order_by("evidence_at")))
         for observation in observations.iterator(chunk_size=CHUNK):
             yield observation_record(observation)
+
+
+def _lines(bank: Bank, *, include_embeddings: bool, include_entities: bool, include_observations: bool,
+           include_archived: bool) -> Iterator[str]:
+    """Every line after the header. Memories come written by PostgreSQL (export_lines) unless embeddings
+    are asked for; observations, few, through their records."""
+    if include_embeddings:
+        records = _records(bank, include_embeddings=True, include_entities=include_entities,
+                           include_observations=include_observations, include_archived=include_archived)
+        for record in records:
+            yield dumps_line(record_to_line(record, include_embeddings=True, include_entities=include_entities))
+        return
+    yield from memory_lines(bank, include_entities=include_entities, include_archived=include_archived)
+    if include_observations:
+        for record in _records(bank, include_embeddings=False, include_entities=False, include_observations=True,
+                               include_archived=False, memories=False):
+            yield dumps_line(record_to_line(record, include_embeddings=False, include_entities=include_entities))
 
 
 def _count(bank: Bank, include_observations: bool, include_archived: bool) -> tuple[int, int]:
@@ -128,18 +152,20 @@ def archive_export(
         header = ArchiveHeader(format="ama", bank_id=bank.bank_id, exported_at=datetime.now(UTC).isoformat(),
                                provider=provider, memory_count=total)
 
-        def counted() -> Iterator[MemoryRecord]:
-            for i, record in enumerate(_records(bank, include_embeddings=include_embeddings,
-                                                include_entities=include_entities,
-                                                include_observations=include_observations,
-                                                include_archived=include_archived), start=1):
-                if progress and i % CHUNK == 0:
-                    progress(i, total)
-                yield record
-
         with atomic_write(dest) as fp:
-            written = write_ama(fp, header=header, records=counted(), include_embeddings=include_embeddings,
-                                include_entities=include_entities)
+            fp.write(dumps_line(header_line(header)))
+            written = 0
+            for written, line in enumerate(_lines(bank, include_embeddings=include_embeddings,  # noqa: B007
+                                                  include_entities=include_entities,
+                                                  include_observations=include_observations,
+                                                  include_archived=include_archived), start=1):
+                if written > total:
+                    raise AmaCountMismatch(f"more memories than the header's memory_count {total}")
+                fp.write(line)
+                if progress and written % CHUNK == 0:
+                    progress(written, total)
+            if written != total:
+                raise AmaCountMismatch(f"wrote {written} memories but the header says {total}")
     if progress:
         progress(written, total)
     audit_record(actor=actor, action="bank.export", bank=bank, details={
@@ -156,11 +182,8 @@ def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, 
         head = {"_ama_version": 1, "bank_id": bank.bank_id, "exported_at": datetime.now(UTC).isoformat(),
                 "provider": "memoryhub", "memory_count": memories + observations}
         yield json.dumps(head, ensure_ascii=False) + "\n"
-        for record in _records(bank, include_embeddings=include_embeddings, include_entities=include_entities,
-                               include_observations=include_observations, include_archived=False):
-            yield json.dumps(record_to_line(record, include_embeddings=include_embeddings,
-                                            include_entities=include_entities), ensure_ascii=False,
-                             default=str) + "\n"
+        yield from _lines(bank, include_embeddings=include_embeddings, include_entities=include_entities,
+                          include_observations=include_observations, include_archived=False)
     audit_record(actor=actor, action="bank.download", bank=bank, details={"memory_count": memories + observations})
 
 

@@ -121,7 +121,15 @@ def test_export_leaves_no_file_when_it_fails(bank, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
+    def lines_then_boom(*args, **kwargs):
+        yield '{"id": "half"}\n'
+        raise RuntimeError("disk full")
+
+    # Both ways memories are written: by PostgreSQL (no embeddings) and through records (with them).
+    monkeypatch.setattr(exporter, "memory_lines", lines_then_boom)
     monkeypatch.setattr(exporter, "memory_record", boom)
-    with pytest.raises(RuntimeError):
-        archive_export(bank=bank, dest=tmp_path / "out.ama.jsonl", actor="test")
-    assert list(tmp_path.iterdir()) == []
+    for include_embeddings in (False, True):
+        with pytest.raises(RuntimeError):
+            archive_export(bank=bank, dest=tmp_path / "out.ama.jsonl", actor="test",
+                           include_embeddings=include_embeddings)
+        assert list(tmp_path.iterdir()) == []
