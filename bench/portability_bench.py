@@ -64,6 +64,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--embed-sample", type=int, default=20_000,
+                        help="texts per embedder for the embedding figures (a tenth of it for minilm)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     bank_id = f"import-bench-{args.memories}"
@@ -110,6 +112,33 @@ def main() -> None:
               f"max {max(export_samples):.0f} MB, peak {peak_mb():.0f} MB", flush=True)
     postgres_baseline(bank, report.imported / max(took_import, 1e-9),
              exported.exported_count / took)
+    embedding_rates(args.embed_sample)
+
+
+def embedding_rates(sample: int) -> None:
+    """Memories/second each local embedder reaches in one process and on the import's worker pool."""
+    from django.conf import settings
+
+    from banks.providers.embed_pool import EmbedPool
+    from banks.providers.embeddings import build_embedder
+
+    texts = [f"benchmark memory {i} about topic {i % 997} and detail {(i * 7919) % 100003}" for i in range(sample)]
+    workers = settings.MEMORYHUB_EMBED_WORKERS
+    for spec in ("hashing", "minilm"):
+        embedder = build_embedder(spec)
+        n = len(texts) if spec == "hashing" else max(1, len(texts) // 10)
+        started = time.perf_counter()
+        for i in range(0, n, 500):
+            embedder.embed(texts[i:i + 500])
+        one = n / (time.perf_counter() - started)
+        with EmbedPool(embedder, workers) as pool:
+            started = time.perf_counter()
+            pending = [pool.submit(texts[i:i + 500]) for i in range(0, n, 500)]
+            for part in pending:
+                part.get()
+            many = n / (time.perf_counter() - started)
+        print(f"| embed {spec} ({embedder.name}) | {many:.0f} memories/s on {workers} workers | "
+              f"one process {one:.0f}/s | speed-up {many / one:.2f}x |", flush=True)
 
 
 BASELINE_TABLE = "bench_baseline_memory"
@@ -117,6 +146,7 @@ BASELINE_TABLE = "bench_baseline_memory"
 
 def postgres_baseline(bank: Bank, import_rate: float, export_rate: float) -> None:
     """What PostgreSQL itself does with the same rows: COPY them out, COPY them in, build the indexes."""
+    from django.conf import settings
     from django.db import connection
 
     columns = ("memory_id, text, fact_type, memory_layer, tags, metadata, occurred_at, retained_at, created_at, "
@@ -143,8 +173,10 @@ def postgres_baseline(bank: Bank, import_rate: float, export_rate: float) -> Non
                 while block := fp.read(1 << 20):
                     copy.write(block)
             copy_in = time.perf_counter() - started
-            cursor.execute("SET maintenance_work_mem = '512MB'")
-            cursor.execute("SET max_parallel_maintenance_workers = 2")
+            # The same build settings the importer's own index build uses (memoryhub.settings).
+            cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
+                           "set_config('max_parallel_maintenance_workers', %s, false)",
+                           [settings.MEMORYHUB_INDEX_BUILD_MEMORY, str(settings.MEMORYHUB_INDEX_BUILD_WORKERS)])
             started = time.perf_counter()
             for statement in (
                 f"CREATE UNIQUE INDEX ON {BASELINE_TABLE} (bank_id, memory_id)",
@@ -162,7 +194,8 @@ def postgres_baseline(bank: Bank, import_rate: float, export_rate: float) -> Non
     pg_import = n / (copy_in + indexes)
     pg_export = n / copy_out
     print(f"BASELINE PostgreSQL on the same {n} rows: COPY TO {copy_out:.1f} s ({pg_export:.0f} rows/s); "
-          f"COPY FROM {copy_in:.1f} s + indexes (HNSW, GIN, btree; 2 parallel workers) {indexes:.1f} s "
+          f"COPY FROM {copy_in:.1f} s + indexes (HNSW, GIN, btree; {settings.MEMORYHUB_INDEX_BUILD_WORKERS} "
+          f"parallel workers, {settings.MEMORYHUB_INDEX_BUILD_MEMORY}) {indexes:.1f} s "
           f"= {pg_import:.0f} rows/s", flush=True)
     print(f"| import | {import_rate:.0f} memories/s | PostgreSQL {pg_import:.0f} rows/s | "
           f"time ratio {pg_import / import_rate:.2f}x (goal <= 1.5x) |")

@@ -23,6 +23,7 @@ from banks.services.jobs import (
     job_progress,
     job_start,
 )
+from banks.services.vector_indexes import bank_vector_index_build
 from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
@@ -127,6 +128,8 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
         last_pk = rows[-1].pk
         if job is not None:
             job_progress(job=job, done=done, total=total, counts={"reembedded": done, "after_pk": last_pk})
+    # A bank on its own vector index needs it rebuilt when the new vectors have another size.
+    bank_vector_index_build(bank)
     return done
 
 

@@ -106,6 +106,10 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
                                              "deleted_at": timezone.now().isoformat(), "counts": counts})
         # What is left is small (memberships, holds, policy, webhook sources): one cascade.
         Bank.objects.filter(pk=bank.pk).delete()
+    # Its own vector index, if an import gave it one (read no flag: this object may predate that).
+    from banks.services.vector_indexes import bank_vector_index_forget
+
+    bank_vector_index_forget(bank.pk)
     return counts
 
 

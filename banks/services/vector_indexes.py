@@ -13,6 +13,8 @@ Builds run ``CONCURRENTLY`` so retains and imports into every bank keep writing 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,8 +25,22 @@ from banks.vectors import bank_index_name, bank_index_sql
 
 logger = logging.getLogger(__name__)
 
-# pg_advisory_lock key space: one lock per bank for its index work (two imports never race a build).
+# pg_advisory_lock key spaces, one key per bank: its index work (two builds never race), and its bulk
+# loads (held shared while an import loads; the periodic repair never builds under a running load).
 _LOCK_CLASS = 0x4D48_0001
+_LOAD_CLASS = 0x4D48_0002
+
+
+@contextmanager
+def bank_loading(bank: Bank) -> Iterator[None]:
+    """Mark a bulk load into ``bank`` in progress (a session lock: it outlives the load's transactions)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock_shared(%s, %s)", [_LOAD_CLASS, bank.pk])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock_shared(%s, %s)", [_LOAD_CLASS, bank.pk])
 
 
 def bank_vector_index_adopt(bank: Bank) -> bool:
@@ -92,11 +108,12 @@ def bank_vector_index_build(bank: Bank) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, bank.pk])
         try:
-            cursor.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", [name])
+            cursor.execute("SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                           "WHERE i.indexrelid = to_regclass(%s)", [name])
             row = cursor.fetchone()
-            if row and row[0]:
+            if row and row[0] and f"vector({dims})" in row[1]:
                 return False
-            if row:  # left invalid by an interrupted concurrent build
+            if row:  # left invalid by an interrupted concurrent build, or for vectors of another size
                 cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
             cursor.execute("SELECT current_setting('maintenance_work_mem'), "
                            "current_setting('max_parallel_maintenance_workers')")
@@ -113,3 +130,32 @@ def bank_vector_index_build(bank: Bank) -> bool:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank.pk])
     logger.info("built vector index %s for bank %s", name, bank.bank_id)
     return True
+
+
+def bank_vector_index_forget(bank_pk: int) -> None:
+    """After a bank is deleted: its index (empty by now) goes too."""
+    how = "" if connection.in_atomic_block else "CONCURRENTLY "
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {how}IF EXISTS {bank_index_name(bank_pk)}")
+
+
+def bank_vector_indexes_repair() -> int:
+    """Periodic: build the index of every bank that has none ready and no load running (an import
+    killed before its build, never resumed); until then its semantic recall is exact. Returns builds."""
+    built = 0
+    for bank in Bank.objects.filter(own_vector_index=True, deleted_at__isnull=True):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)",
+                           [bank_index_name(bank.pk)])
+            row = cursor.fetchone()
+            if row and row[0]:
+                continue
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOAD_CLASS, bank.pk])
+            if not cursor.fetchone()[0]:
+                continue  # an import is loading into it and builds when it ends
+        try:
+            built += bank_vector_index_build(bank)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank.pk])
+    return built

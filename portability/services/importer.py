@@ -29,7 +29,7 @@ from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
-from banks.services.vector_indexes import bank_vector_index_build, bank_vector_index_prepare
+from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
@@ -386,9 +386,20 @@ def archive_import(
         build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
     # The embedding workers embed batch n + 1 while batch n is written (nothing to embed in a dry run).
     workers = 1 if dry_run else settings.MEMORYHUB_EMBED_WORKERS
-    with EmbedPool(importer.embedder, workers) as pool:
+    with bank_loading(bank), EmbedPool(importer.embedder, workers) as pool:
         ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
-        for batch in _batches(_after(records(), skip_records, report), batch_size):
+        batches = _batches(_after(records(), skip_records, report), batch_size)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception:
+                # The archive failed to read further: what was read before it is still written, as it was
+                # before reading ran one batch ahead.
+                if ahead is not None:
+                    _run(importer, *ahead, progress)
+                raise
             todo = [] if dry_run else importer.to_embed(batch)
             current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
             if current is not None:

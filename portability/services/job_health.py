@@ -3,6 +3,8 @@
 * A running job whose heartbeat stopped is marked failed, saying it can be resumed.
 * A queued job nobody ever picked up (its message was never sent, or was lost) is
   marked failed after a grace period, so it does not wait forever.
+* A bank moved onto its own vector index by an import that was killed before building it gets
+  the index built (its semantic recall is exact, hence slow, until then).
 * Temporary files and directories left by killed exports (``atomic_write``'s
   ``.<name>.*.tmp`` and directory exports' ``.<name>.*.partial``) are removed from
   the portability roots once they are older than any live export could be.
@@ -77,9 +79,11 @@ def export_temp_files_remove(roots: list[Path] | None = None) -> int:
 
 def jobs_sweep() -> dict[str, int]:
     from banks.services.bank_removal import bank_deletions_resume
+    from banks.services.vector_indexes import bank_vector_indexes_repair
 
     dead = jobs_mark_dead()  # first, so a deletion whose worker died is seen as such and started again
-    return {**dead, "temp_files": export_temp_files_remove(), "deletions_resumed": bank_deletions_resume()}
+    return {**dead, "temp_files": export_temp_files_remove(), "deletions_resumed": bank_deletions_resume(),
+            "vector_indexes_built": bank_vector_indexes_repair()}
 
 
 def job_resume_params(job: Job) -> dict[str, Any]:
