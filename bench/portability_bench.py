@@ -123,7 +123,8 @@ def embedding_rates(sample: int) -> None:
     from banks.providers.embeddings import build_embedder
 
     texts = [f"benchmark memory {i} about topic {i % 997} and detail {(i * 7919) % 100003}" for i in range(sample)]
-    workers = settings.MEMORYHUB_EMBED_WORKERS
+    # The pool at its configured size, and at least two workers so the figure shows how it scales.
+    workers = max(2, settings.MEMORYHUB_EMBED_WORKERS)
     for spec in ("hashing", "minilm"):
         embedder = build_embedder(spec)
         n = len(texts) if spec == "hashing" else max(1, len(texts) // 10)

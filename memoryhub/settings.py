@@ -267,7 +267,8 @@ MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_00
 MEMORYHUB_INDEX_BUILD_MEMORY = env_str("MEMORYHUB_INDEX_BUILD_MEMORY", "512MB")
 MEMORYHUB_INDEX_BUILD_WORKERS = env_int("MEMORYHUB_INDEX_BUILD_WORKERS", min(7, max(2, (os.cpu_count() or 2) - 1)))
 # Worker processes that embed an import's memories when the archive carries no vectors (local embedders).
-MEMORYHUB_EMBED_WORKERS = env_int("MEMORYHUB_EMBED_WORKERS", os.cpu_count() or 1)
+# One core is left to the importer and PostgreSQL; 1 embeds in the importer's own process.
+MEMORYHUB_EMBED_WORKERS = env_int("MEMORYHUB_EMBED_WORKERS", max(1, (os.cpu_count() or 1) - 1))
 MEMORYHUB_LLM = env_str("MEMORYHUB_LLM", "extractive")
 MEMORYHUB_LLM_URL = env_str("MEMORYHUB_LLM_URL", "https://api.openai.com/v1")
 MEMORYHUB_LLM_API_KEY = env_str("MEMORYHUB_LLM_API_KEY")
