@@ -44,7 +44,7 @@ def _rebuild(d: int) -> migrations.RunSQL:
 
 class Migration(migrations.Migration):
     atomic = False
-    dependencies = [("banks", "0011_shared_cache_table")]
+    dependencies = [("banks", "0014_text_search_language")]
 
     operations = [
         migrations.AddField(model_name="bank", name="own_vector_index",
