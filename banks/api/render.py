@@ -72,7 +72,7 @@ def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
         **({"detail_level": trace.detail_level} if trace.detail_level is not None else {}),
         **({"external_context_count": trace.external_context_count}
            if trace.external_context_count is not None else {}),
-        "vector_index": trace.vector_index,
+        **({"vector_index": trace.vector_index} if trace.vector_index is not None else {}),
     }
 
 

@@ -194,8 +194,8 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    if "semantic" in arms or "temporal" in ranked:
-        trace.vector_index = vector_index_state(bank.pk)
+    if ("semantic" in arms or "temporal" in ranked) and (state := vector_index_state(bank.pk)) != "shared":
+        trace.vector_index = state
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
     fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}

@@ -71,8 +71,9 @@ class RecallTrace:
     layer_weights: dict[str, float] | None = None
     detail_level: str | None = None
     external_context_count: int | None = None
-    # Which HNSW index served the semantic arm: "shared", the bank's "own", or "building" (its own
-    # index is being built after a big import: the arm is answered exactly meanwhile, slower but right).
+    # For a bank on its own HNSW index (banks.services.vector_indexes): "own", or "building" while it is
+    # being built after a big import (the semantic arm is answered exactly meanwhile, slower but right).
+    # None for banks on the shared index.
     vector_index: str | None = None
 
 
