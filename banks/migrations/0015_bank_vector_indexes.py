@@ -30,7 +30,9 @@ DROP_TRIGGER = ("DROP TRIGGER IF EXISTS memory_vector_index_tier ON banks_memory
 
 def _shared(d: int, predicate: str) -> list[str]:
     return [
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_hnsw_{d}_next ON banks_memory USING hnsw "
+        # A build interrupted earlier leaves an invalid index under that name: start afresh.
+        f"DROP INDEX CONCURRENTLY IF EXISTS memory_hnsw_{d}_next",
+        f"CREATE INDEX CONCURRENTLY memory_hnsw_{d}_next ON banks_memory USING hnsw "
         f"((embedding::vector({d})) vector_cosine_ops) WHERE {predicate}",
         f"DROP INDEX CONCURRENTLY IF EXISTS memory_hnsw_{d}",
         f"ALTER INDEX memory_hnsw_{d}_next RENAME TO memory_hnsw_{d}",
