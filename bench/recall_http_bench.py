@@ -124,7 +124,7 @@ def http_recall(base: str, token: str, body: dict) -> dict:
 def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters) -> float:
     """Share of the exact top-10 (cosine, same filters) that the HNSW answer also returns."""
     from banks.selectors.recall import _filters_sql
-    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal
+    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal, vector_scope
 
     embedder = get_embedder()
     where, params = _filters_sql(bank, filters)
@@ -132,8 +132,9 @@ def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters
     found = total = 0
     for query in queries:
         vector = vector_literal(embedder.embed_one(query))
+        # The index that holds the bank's vectors: the shared one, or its own after a big import.
         sql = (f"SELECT m.id FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
-               f"ORDER BY {distance}{{exact}} LIMIT 10")
+               f"AND {vector_scope(bank.pk, 'm')} ORDER BY {distance}{{exact}} LIMIT 10")
         args = [*params, embedder.dimensions, vector]
         with transaction.atomic(), connection.cursor() as cursor:
             enable_iterative_scan(cursor, 50)
