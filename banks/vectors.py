@@ -79,8 +79,19 @@ def vector_index_state(bank_pk: int) -> str:
     return "own" if row[1] else "building"
 
 
+def vectors_pending(bank_pk: int) -> int:
+    """Live memories of the bank still waiting for their vector after a big import (banks.services.vector_fill),
+    counted on the partial index memory_pending_vectors."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM banks_memory WHERE bank_id = %s AND embedding_dims IS NULL "
+                       "AND forgotten_at IS NULL AND archived_at IS NULL", [bank_pk])
+        return int(cursor.fetchone()[0])
+
+
 __all__ = ["INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql", "distance_sql", "hnsw_index_sql",
-           "vector_index_state", "vector_literal", "vector_scope"]
+           "vector_index_state", "vector_literal", "vector_scope", "vectors_pending"]
 
 
 def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001

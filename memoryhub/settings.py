@@ -266,6 +266,9 @@ MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", 1)
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
 MEMORYHUB_INDEX_BUILD_MEMORY = env_str("MEMORYHUB_INDEX_BUILD_MEMORY", "512MB")
 MEMORYHUB_INDEX_BUILD_WORKERS = env_int("MEMORYHUB_INDEX_BUILD_WORKERS", min(7, max(2, (os.cpu_count() or 2) - 1)))
+# A big import stores memories first and fills their vectors after the load when embedding is slower
+# than storing: "auto" (every embedder but hashing), "always" or "never".
+MEMORYHUB_IMPORT_DEFER_VECTORS = env_str("MEMORYHUB_IMPORT_DEFER_VECTORS", "auto")
 # Worker processes that embed an import's memories when the archive carries no vectors (local embedders).
 # One core is left to the importer and PostgreSQL; 1 embeds in the importer's own process.
 MEMORYHUB_EMBED_WORKERS = env_int("MEMORYHUB_EMBED_WORKERS", max(1, (os.cpu_count() or 1) - 1))

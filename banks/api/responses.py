@@ -87,6 +87,7 @@ class RecallTrace(BaseModel):
     rerank: RerankNote | None = None
     expansion: QueryExpansion | None = None
     vector_index: str | None = None
+    embeddings_pending: int | None = None
 
 
 class RecallResult(BaseModel):

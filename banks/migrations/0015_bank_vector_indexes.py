@@ -6,7 +6,8 @@
   share lock on the bank row so a bank switching over (which locks it FOR UPDATE) never misses a
   row committed meanwhile;
 * the shared HNSW indexes are rebuilt with ``AND NOT own_vector_index`` (concurrently, under
-  their old names, so recall keeps its index throughout).
+  their old names, so recall keeps its index throughout);
+* a small partial index finds the memories a big import stored before their vectors.
 """
 
 from django.db import migrations, models
@@ -55,4 +56,7 @@ class Migration(migrations.Migration):
                             field=models.BooleanField(default=False, db_default=False)),
         migrations.RunSQL(TRIGGER, DROP_TRIGGER),
         *[_rebuild(d) for d in DIMENSIONS],
+        migrations.AddIndex(model_name="memory", index=models.Index(
+            fields=["bank", "id"], condition=models.Q(embedding_dims__isnull=True, forgotten_at__isnull=True),
+            name="memory_pending_vectors")),
     ]

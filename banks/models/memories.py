@@ -107,6 +107,10 @@ class Memory(EmbeddedText):
                          condition=Q(archived_at__isnull=False)),
             models.Index(fields=["bank", "forgotten_at"], name="memory_bank_forgotten",
                          condition=Q(forgotten_at__isnull=False)),
+            # Memories a big import stored before their vector (banks.services.vector_indexes): counted
+            # by recall's trace and filled in id order; empty once every vector is in.
+            models.Index(fields=["bank", "id"], condition=Q(embedding_dims__isnull=True, forgotten_at__isnull=True),
+                         name="memory_pending_vectors"),
         ]
 
     def __str__(self) -> str:

@@ -75,6 +75,8 @@ class RecallTrace:
     # being built after a big import (the semantic arm is answered exactly meanwhile, slower but right).
     # None for banks on the shared index.
     vector_index: str | None = None
+    # Memories of such a bank a big import stored before their vectors: found by keyword, not yet by meaning.
+    embeddings_pending: int | None = None
 
 
 @dataclass

@@ -21,6 +21,7 @@ from django.db import connection, transaction
 
 from banks.models import Bank, Memory
 from banks.services.memories import bank_embedder
+from banks.services.vector_fill import bank_vectors_fill
 from banks.vectors import bank_index_name, bank_index_sql
 
 logger = logging.getLogger(__name__)
@@ -141,7 +142,8 @@ def bank_vector_index_forget(bank_pk: int) -> None:
 
 def bank_vector_indexes_repair() -> int:
     """Periodic: build the index of every bank that has none ready and no load running (an import
-    killed before its build, never resumed); until then its semantic recall is exact. Returns builds."""
+    killed before its build, never resumed), filling in any vectors it left out first; until then the
+    bank's semantic recall is exact. Returns how many were built."""
     built = 0
     for bank in Bank.objects.filter(own_vector_index=True, deleted_at__isnull=True):
         with connection.cursor() as cursor:
@@ -154,6 +156,7 @@ def bank_vector_indexes_repair() -> int:
             if not cursor.fetchone()[0]:
                 continue  # an import is loading into it and builds when it ends
         try:
+            bank_vectors_fill(bank)  # memories a killed import stored without their vectors
             built += bank_vector_index_build(bank)
         finally:
             with connection.cursor() as cursor:

@@ -29,6 +29,7 @@ from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
+from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput
 from portability.formats.ama import parse_iso
@@ -132,6 +133,8 @@ class _Importer:
         self.seen_ids: dict[int, Any] = {}
         # Vector literals the embedding workers computed for the current batch, by id() of the record.
         self.ready: dict[int, str] = {}
+        # Store memories without the vectors they lack (filled in after the load: banks.services.vector_fill).
+        self.defer = False
 
     def _reusable(self, record: MemoryRecord) -> bool:
         # An embedding in the archive is reused only when it comes from the bank's own model.
@@ -140,9 +143,11 @@ class _Importer:
 
     def to_embed(self, batch: list[MemoryRecord | RecordError]) -> list[MemoryRecord]:
         """The records of ``batch`` that will need a fresh vector if they are stored."""
+        if self.dry_run or self.defer:
+            return []
         return [r for r in batch if isinstance(r, MemoryRecord) and r.text.strip() and not self._reusable(r)]
 
-    def _vectors(self, records: list[MemoryRecord]) -> list[list[float] | str]:
+    def _vectors(self, records: list[MemoryRecord]) -> list[list[float] | str | None]:
         vectors: list[list[float] | str | None] = []
         missing: list[int] = []
         for i, record in enumerate(records):
@@ -153,11 +158,11 @@ class _Importer:
             else:
                 vectors.append(None)
                 missing.append(i)
-        if missing:
+        if missing and not self.defer:
             fresh = self.embedder.embed([records[i].text for i in missing])
             for i, vector in zip(missing, fresh, strict=True):
                 vectors[i] = vector
-        return vectors  # type: ignore[return-value]
+        return vectors
 
     def run_batch(self, batch: list[MemoryRecord | RecordError]) -> None:
         report = self.report
@@ -230,7 +235,7 @@ class _Importer:
             return
         self._write(new_rows, overwrite_rows)
 
-    def _memory(self, record: MemoryRecord, digest: str, vector: list[float] | str, now: Any) -> Memory:
+    def _memory(self, record: MemoryRecord, digest: str, vector: list[float] | str | None, now: Any) -> Memory:
         if isinstance(vector, str):
             vector = [float(x) for x in vector[1:-1].split(",")]
         return Memory(
@@ -238,8 +243,8 @@ class _Importer:
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
             occurred_at=record.occurred_at, retained_at=now,
             created_at=record.created_at or record.occurred_at or now, source=record.source or self.source_label,
-            content_hash=digest, embedding=vector, embedding_model=self.embedder.name,
-            embedding_dims=self.embedder.dimensions, updated_at=now,
+            content_hash=digest, embedding=vector, embedding_model=self.embedder.name if vector is not None else "",
+            embedding_dims=self.embedder.dimensions if vector is not None else None, updated_at=now,
         )
 
     def _entities(self, records: list[MemoryRecord]) -> None:
@@ -252,13 +257,15 @@ class _Importer:
                 record.entities = [EntityRecord(name=e.name, entity_type=e.entity_type)
                                    for e in llm.extract_entities(record.text)]
 
-    def _row(self, record: MemoryRecord, digest: str, vector: list[float] | str, now: Any) -> MemoryRow:
+    def _row(self, record: MemoryRecord, digest: str, vector: list[float] | str | None, now: Any) -> MemoryRow:
         return MemoryRow(
             memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
             occurred_at=record.occurred_at, retained_at=now, created_at=record.created_at or record.occurred_at or now,
             source=record.source or self.source_label, content_hash=digest, embedding=vector,
-            embedding_model=self.embedder.name, embedding_dims=self.embedder.dimensions,
+            # A deferred vector: no model or size yet, so no vector search takes the row for embedded.
+            embedding_model=self.embedder.name if vector is not None else "",
+            embedding_dims=self.embedder.dimensions if vector is not None else None,
         )
 
     def _insert(self, rows: list[MemoryRow]) -> dict[str, int]:
@@ -334,6 +341,31 @@ def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: lis
         progress(importer.report)
 
 
+def _load(importer: _Importer, batches: Iterator[list[MemoryRecord | RecordError]],
+          progress: Callable[[ImportReport], None] | None) -> None:
+    """Every batch, the embedding workers embedding batch n + 1 while batch n is written."""
+    workers = 1 if importer.dry_run or importer.defer else settings.MEMORYHUB_EMBED_WORKERS
+    with EmbedPool(importer.embedder, workers) as pool:
+        ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception:
+                # The archive failed to read further: what was read before it is still written, as it was
+                # before reading ran one batch ahead.
+                if ahead is not None:
+                    _run(importer, *ahead, progress)
+                raise
+            todo = importer.to_embed(batch)
+            current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
+            if current is not None:
+                _run(importer, *current, progress)
+        if ahead is not None:
+            _run(importer, *ahead, progress)
+
+
 def archive_import(
     *,
     bank: Bank,
@@ -384,28 +416,13 @@ def archive_import(
         audit_record(actor=actor, action="bank.import.start", bank=bank,
                      details={"on_conflict": on_conflict, "source": source_label})
         build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
-    # The embedding workers embed batch n + 1 while batch n is written (nothing to embed in a dry run).
-    workers = 1 if dry_run else settings.MEMORYHUB_EMBED_WORKERS
-    with bank_loading(bank), EmbedPool(importer.embedder, workers) as pool:
-        ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
-        batches = _batches(_after(records(), skip_records, report), batch_size)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except Exception:
-                # The archive failed to read further: what was read before it is still written, as it was
-                # before reading ran one batch ahead.
-                if ahead is not None:
-                    _run(importer, *ahead, progress)
-                raise
-            todo = [] if dry_run else importer.to_embed(batch)
-            current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
-            if current is not None:
-                _run(importer, *current, progress)
-        if ahead is not None:
-            _run(importer, *ahead, progress)
+        # Embedding slower than storing: store every batch now (keyword-searchable at once), vectors after.
+        importer.defer = build_index and defer_vectors(importer.embedder)
+    with bank_loading(bank):
+        _load(importer, _batches(_after(records(), skip_records, report), batch_size), progress)
+        if not dry_run and (build_index or bank.own_vector_index):
+            # Memories stored without their vectors (deferred) get them before the index is built.
+            bank_vectors_fill(bank)
     if not dry_run:
         if build_index or bank.own_vector_index:
             # Batches are committed and searchable by keyword already; semantic recall is exact until this ends.

@@ -176,3 +176,50 @@ def test_deleting_the_bank_drops_its_index(make_bank, small_threshold, tmp_path)
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)", [name])
         assert cursor.fetchone()[0] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_slow_embedding_a_big_import_stores_first_and_fills_vectors_after(make_bank, small_threshold,
+                                                                                tmp_path):
+    small_threshold.MEMORYHUB_IMPORT_DEFER_VECTORS = "always"
+    bank = make_bank("big")
+    texts = write_archive(tmp_path / "big.jsonl", 300)
+    _, header, records = open_archive(tmp_path / "big.jsonl")
+    during: list[tuple] = []
+
+    def progress(report):  # noqa: ANN001, ANN202
+        if not during:  # right after the first batch committed
+            hits, _, trace, _ = recall_memories(bank, texts[5], max_results=3, arms=("semantic", "keyword"))
+            during.append(([h.text for h in hits], trace.vector_index, trace.embeddings_pending,
+                           trace.strategy_candidate_counts["semantic"]))
+
+    report = archive_import(bank=bank, records=records, actor="test", extract_entities=False, batch_size=100,
+                            expected=header.memory_count, progress=progress)
+    assert report.imported == 300
+    found, state, pending, semantic = during[0]
+    assert texts[5] in found  # by keyword, at once
+    assert (state, pending, semantic) == ("building", 100, 0)
+
+    assert not Memory.objects.filter(bank=bank, embedding_dims__isnull=True).exists()
+    assert vector_index_state(bank.pk) == "own"
+    assert top_hit(bank, texts[11]) == texts[11]
+    _, _, trace, _ = recall_memories(bank, texts[11], max_results=3, arms=("semantic",))
+    assert (trace.vector_index, trace.embeddings_pending) == ("own", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_vectors_a_killed_fill_left_out_are_filled_by_the_sweep(make_bank, small_threshold, tmp_path):
+    from portability.services.job_health import jobs_sweep
+
+    bank = make_bank("big")
+    texts = write_archive(tmp_path / "big.jsonl", 300)
+    import_file(bank, tmp_path / "big.jsonl")
+    bank.refresh_from_db()
+    bank_vector_index_drop(bank)
+    Memory.objects.filter(bank=bank, memory_id__in=[f"m{i}" for i in range(0, 300, 3)]).update(
+        embedding=None, embedding_model="", embedding_dims=None)
+    _, _, trace, _ = recall_memories(bank, texts[3], max_results=3, arms=("semantic",))
+    assert (trace.vector_index, trace.embeddings_pending) == ("building", 100)
+    assert jobs_sweep()["vector_indexes_built"] == 1
+    assert not Memory.objects.filter(bank=bank, embedding_dims__isnull=True).exists()
+    assert top_hit(bank, texts[3]) == texts[3]

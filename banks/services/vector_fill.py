@@ -1,0 +1,64 @@
+"""Vectors filled in after a big import stored its memories without them.
+
+When embedding is slower than storing (a local model, a remote API), a big import writes each
+batch at once, vectors left out: keyword search and the curation list see every memory within
+seconds of its batch, and the recall trace counts those still waiting (``embeddings_pending``).
+Then this fills the vectors in, in id order, on the embedding workers one batch ahead, while the
+bank's own HNSW index is not there yet (so an update costs no graph insert); the index is built
+after. A text edited meanwhile got its own vector from the edit and is left alone.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from banks.models import Bank, Memory
+from banks.providers import Embedder
+from banks.providers.embed_pool import EmbedPool
+from banks.providers.embeddings import HashingEmbedder
+from banks.services.memories import bank_embedder
+
+BATCH = 1000
+
+
+def defer_vectors(embedder: Embedder) -> bool:
+    """Whether a big import into a bank using ``embedder`` stores first and embeds after."""
+    mode = settings.MEMORYHUB_IMPORT_DEFER_VECTORS
+    if mode == "always":
+        return True
+    return mode == "auto" and not isinstance(embedder, HashingEmbedder)
+
+
+def _pending(bank: Bank, after: int) -> list[tuple[int, str]]:
+    return list(Memory.objects.filter(bank_id=bank.pk, embedding_dims__isnull=True, forgotten_at__isnull=True,
+                                      id__gt=after).order_by("id").values_list("id", "text")[:BATCH])
+
+
+def _store(rows: list[tuple[int, str]], literals: list[str], embedder: Embedder) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE IF NOT EXISTS memory_vector_staging (id bigint, embedding vector) "
+                       "ON COMMIT DELETE ROWS")
+        with cursor.cursor.copy("COPY memory_vector_staging (id, embedding) FROM STDIN") as copy:
+            for (pk, _), literal in zip(rows, literals, strict=True):
+                copy.write_row((pk, literal))
+        # Only rows still waiting: an edit meanwhile stored the vector of its new text itself.
+        cursor.execute("UPDATE banks_memory m SET embedding = s.embedding, embedding_model = %s, embedding_dims = %s "
+                       "FROM memory_vector_staging s WHERE m.id = s.id AND m.embedding_dims IS NULL",
+                       [embedder.name, embedder.dimensions])
+
+
+def bank_vectors_fill(bank: Bank) -> int:
+    """Embed every memory of ``bank`` stored without its vector; return how many were filled."""
+    embedder = bank_embedder(bank)
+    filled = 0
+    with EmbedPool(embedder, settings.MEMORYHUB_EMBED_WORKERS) as pool:
+        rows = _pending(bank, 0)
+        pending = pool.submit([text for _, text in rows])
+        while rows:
+            following = _pending(bank, rows[-1][0])
+            ahead = pool.submit([text for _, text in following])
+            _store(rows, pending.get(), embedder)
+            filled += len(rows)
+            rows, pending = following, ahead
+    return filled
