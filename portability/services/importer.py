@@ -14,17 +14,15 @@ Memory use does not grow with the archive: only one batch is held at a time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory, MemoryEntity
-from banks.providers.embed_pool import EmbedPool, Pending
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import MemoryRow, write_memory_rows
@@ -34,6 +32,7 @@ from banks.services.vector_indexes import bank_loading, bank_vector_index_build,
 from memoryhub.errors import InvalidInput
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
+from portability.services.import_batches import after, batches, load
 from portability.services.import_graph import import_graph_apply
 from portability.services.import_links import links_queue, links_resolve, links_unresolved
 
@@ -95,28 +94,6 @@ def _created_from_metadata(record: MemoryRecord) -> None:
     raw = (record.metadata or {}).get("_created_at")
     if record.created_at is None and isinstance(raw, str):
         record.created_at = parse_iso(raw)
-
-
-def _after(items: Iterable[MemoryRecord | RecordError], skip: int,
-           report: ImportReport) -> Iterator[MemoryRecord | RecordError]:
-    """A resumed import passes over the records its dead predecessor already committed."""
-    for index, item in enumerate(items):
-        if index < skip:
-            report.lines += 1
-            report.resumed_after = index + 1
-            continue
-        yield item
-
-
-def _batches(items: Iterable[MemoryRecord | RecordError], size: int) -> Iterator[list[MemoryRecord | RecordError]]:
-    batch: list[MemoryRecord | RecordError] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class _Importer:
@@ -332,40 +309,6 @@ class _Importer:
         report.archived += graph["archived"]
 
 
-def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: list[MemoryRecord], pending: Pending,
-         progress: Callable[[ImportReport], None] | None) -> None:
-    importer.ready = {id(record): literal for record, literal in zip(todo, pending.get(), strict=True)}
-    importer.run_batch(batch)
-    importer.ready = {}
-    if progress:
-        progress(importer.report)
-
-
-def _load(importer: _Importer, batches: Iterator[list[MemoryRecord | RecordError]],
-          progress: Callable[[ImportReport], None] | None) -> None:
-    """Every batch, the embedding workers embedding batch n + 1 while batch n is written."""
-    workers = 1 if importer.dry_run or importer.defer else settings.MEMORYHUB_EMBED_WORKERS
-    with EmbedPool(importer.embedder, workers) as pool:
-        ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except Exception:
-                # The archive failed to read further: what was read before it is still written, as it was
-                # before reading ran one batch ahead.
-                if ahead is not None:
-                    _run(importer, *ahead, progress)
-                raise
-            todo = importer.to_embed(batch)
-            current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
-            if current is not None:
-                _run(importer, *current, progress)
-        if ahead is not None:
-            _run(importer, *ahead, progress)
-
-
 def archive_import(
     *,
     bank: Bank,
@@ -419,7 +362,7 @@ def archive_import(
         # Embedding slower than storing: store every batch now (keyword-searchable at once), vectors after.
         importer.defer = build_index and defer_vectors(importer.embedder)
     with bank_loading(bank):
-        _load(importer, _batches(_after(records(), skip_records, report), batch_size), progress)
+        load(importer, batches(after(records(), skip_records, report), batch_size), progress)
         if not dry_run and (build_index or bank.own_vector_index):
             # Memories stored without their vectors (deferred) get them before the index is built.
             bank_vectors_fill(bank)
