@@ -48,7 +48,8 @@ def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: lis
 def load(importer: _Importer, stream: Iterator[list[MemoryRecord | RecordError]],
          progress: Callable[[ImportReport], None] | None) -> None:
     """Every batch, the embedding workers embedding batch n + 1 while batch n is written."""
-    workers = 1 if importer.dry_run or importer.defer else settings.MEMORYHUB_EMBED_WORKERS
+    # Worker processes take a second or two to start: worth it for big imports only.
+    workers = settings.MEMORYHUB_EMBED_WORKERS if importer.big and not (importer.dry_run or importer.defer) else 1
     with EmbedPool(importer.embedder, workers) as pool:
         ahead: tuple[list[MemoryRecord | RecordError], list[MemoryRecord], Pending] | None = None
         while True:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -112,6 +113,8 @@ class _Importer:
         self.ready: dict[int, str] = {}
         # Store memories without the vectors they lack (filled in after the load: banks.services.vector_fill).
         self.defer = False
+        # Big enough for the embedding workers (and, usually, for the bank's own vector index).
+        self.big = False
 
     def _reusable(self, record: MemoryRecord) -> bool:
         # An embedding in the archive is reused only when it comes from the bank's own model.
@@ -361,6 +364,7 @@ def archive_import(
         build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
         # Embedding slower than storing: store every batch now (keyword-searchable at once), vectors after.
         importer.defer = build_index and defer_vectors(importer.embedder)
+        importer.big = (expected or 0) - skip_records >= settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN
     with bank_loading(bank):
         load(importer, batches(after(records(), skip_records, report), batch_size), progress)
         if not dry_run and (build_index or bank.own_vector_index):
