@@ -47,7 +47,7 @@ def _rebuild(d: int) -> migrations.RunSQL:
 
 class Migration(migrations.Migration):
     atomic = False
-    dependencies = [("banks", "0014_text_search_language")]
+    dependencies = [("banks", "0017_rate_counters")]
 
     operations = [
         migrations.AddField(model_name="bank", name="own_vector_index",
