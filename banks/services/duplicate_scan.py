@@ -25,7 +25,7 @@ from banks.models import Bank, DuplicatePair, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.selectors.neighbours import near_duplicate_threshold
 from banks.services.jobs import job_create, job_enqueue, job_is_stale
-from banks.vectors import distance_sql
+from banks.vectors import distance_sql, vector_scope
 from memoryhub.errors import InvalidInput
 from memoryhub.queue import send_task
 
@@ -156,6 +156,8 @@ def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> l
         f"  SELECT m.id, m.memory_id, 1 - {distance} AS similarity FROM banks_memory m"
         f"  WHERE m.bank_id = %s AND m.embedding_dims = {int(dims)} AND m.embedding_model = q.embedding_model"
         "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
+        # The clause that matches the HNSW index holding this bank's rows (shared, or the bank's own).
+        f"   AND {vector_scope(bank.pk, 'm')}"
         f"  ORDER BY {distance} LIMIT %s"
         ") n WHERE q.id = ANY(%s) AND q.bank_id = %s"
     )

@@ -223,3 +223,37 @@ def test_vectors_a_killed_fill_left_out_are_filled_by_the_sweep(make_bank, small
     assert jobs_sweep()["vector_indexes_built"] == 1
     assert not Memory.objects.filter(bank=bank, embedding_dims__isnull=True).exists()
     assert top_hit(bank, texts[3]) == texts[3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_near_duplicate_scan_searches_the_index_that_holds_the_banks_rows(make_bank, small_threshold, tmp_path):
+    """The scan's neighbour query must imply the predicate of the index holding its bank's rows, or every
+    batch would be an exact scan of the bank (the shared index leaves out banks on their own)."""
+    from banks.services.duplicate_scan import duplicates_scan
+
+    big, small = make_bank("big"), make_bank("small")
+    write_archive(tmp_path / "big.jsonl", 400)
+    write_archive(tmp_path / "small.jsonl", 150, seed=5)
+    import_file(big, tmp_path / "big.jsonl")
+    import_file(small, tmp_path / "small.jsonl")
+
+    def scan_plan(bank: Bank) -> str:
+        statements = []
+
+        def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+            if "<=>" in sql and "CROSS JOIN LATERAL" in sql:
+                statements.append((sql, params))
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(capture):
+            duplicates_scan(bank=bank, threshold=0.9, full=True)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE banks_memory")
+            cursor.execute("EXPLAIN " + statements[0][0], statements[0][1])
+            return "\n".join(row[0] for row in cursor.fetchall())
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        assert bank_index_name(big.pk) in scan_plan(big)
+        assert "memory_hnsw_384" in scan_plan(small)
+        cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
