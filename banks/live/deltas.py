@@ -175,7 +175,8 @@ def _normalise_alias(raw: Any, where: str) -> Any:
     if not isinstance(raw, dict):
         return raw
     op = dict(raw)
-    name = op.get("op")
+    # Only a string names an op; anything else (a list, an object) fails validation below.
+    name = op.get("op") if isinstance(op.get("op"), str) else None
     if name in _INDEXED_OPS and "block_index" in op and "index" not in op:
         op["index"] = op.pop("block_index")
     if name in _BLOCK_OPS and "new_content" in op and "block" not in op:
@@ -188,7 +189,8 @@ def _normalise_alias(raw: Any, where: str) -> Any:
 
 def _target_messages(raw: Any, where: str) -> list[str]:
     """Astrocyte requires ``section_id`` and ``index``; a ``block_id`` stands for both."""
-    if not isinstance(raw, dict) or raw.get("op") not in _INDEXED_OPS or raw.get("block_id") is not None:
+    if (not isinstance(raw, dict) or not isinstance(raw.get("op"), str) or raw["op"] not in _INDEXED_OPS
+            or raw.get("block_id") is not None):
         return []
     return [f"{where}.{name}: Field required" for name in ("section_id", "index") if raw.get(name) is None]
 

@@ -422,3 +422,10 @@ def test_matches_the_astrocyte_library_on_random_op_lists():
         # Every key of their summaries is in ours, null ones included (MCP clients read them).
         for mine, their in zip([*ours.applied, *ours.skipped], [*theirs.applied, *theirs.skipped], strict=True):
             assert set(their) <= set(mine), (mine, their)
+
+
+@pytest.mark.parametrize("op_name", [{"replace_block": 1}, ["remove_block"], -2.5e176, None, True])
+def test_an_op_name_that_is_not_a_string_is_a_schema_error(op_name):
+    with pytest.raises(DeltaSchemaError) as caught:
+        validate_ops([{"op": op_name, "block_index": 0, "section_id": "s", "new_content": "x"}])
+    assert any(message.startswith("operations[0]") for message in caught.value.messages)
