@@ -84,8 +84,9 @@ def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, in
              include_archived: bool, memories: bool = True) -> Iterator[MemoryRecord]:
     rows = _memories(bank, include_archived) if memories else Memory.objects.none()
     if include_entities:
-        rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.only("name", "entity_type",
-                                                                                      "aliases")),
+        # Entities in the order the memory came to mention them, as the SQL-built lines write them.
+        mentioned = Entity.objects.only("name", "entity_type", "aliases").order_by("memoryentity__id")
+        rows = rows.prefetch_related(Prefetch("entities", queryset=mentioned),
                                      Prefetch("links_out", queryset=MemoryLink.objects.select_related("target")))
     else:
         rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.none()),
