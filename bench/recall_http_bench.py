@@ -16,7 +16,6 @@ import json
 import os
 import random
 import resource
-import socketserver
 import statistics
 import sys
 import threading
@@ -105,10 +104,10 @@ def serve_http() -> tuple[str, str]:
         def log_message(self, *args) -> None:  # noqa: ANN002
             pass
 
-    class Threaded(socketserver.ThreadingMixIn, WSGIServer):
-        daemon_threads = True
-
-    server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=Threaded, handler_class=Quiet)
+    # One serving thread, as a gunicorn worker thread: it keeps its database connection (and the model's
+    # thread settings) across requests. A thread per request opened a new connection for every recall,
+    # which the bench then counted as recall latency.
+    server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=WSGIServer, handler_class=Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _, secret = token_create(name="recall-bench", grants=[{"bank": "*", "permissions": ["read"]}], actor="bench")
     return f"http://127.0.0.1:{server.server_port}", secret
