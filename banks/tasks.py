@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from celery import shared_task
+
+if TYPE_CHECKING:
+    from banks.models import Bank, Job
 
 
 @shared_task(name="banks.ping")
@@ -16,52 +21,32 @@ def ping(value: str) -> str:
 
 @shared_task(name="banks.consolidate_observations")
 def consolidate_observations(job_id: int) -> None:
-    from banks.models import Job
     from banks.services.consolidation import observations_consolidate
-    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_progress, job_start
+    from banks.services.jobs import JobOutcome, job_execute, job_progress
 
-    job = Job.objects.select_related("bank").filter(pk=job_id).first()
-    if job is None or job.bank is None or job.is_finished:
-        return
-    bank = job.bank
-    try:
-        job = job_start(job=job)
+    def work(job: Job, bank: Bank) -> JobOutcome:
         outcome = observations_consolidate(
             bank=bank, actor=job.created_by or "worker",
             progress=lambda done, total: job_progress(job=job, done=done, total=total),
         )
-    except JobCancelled:
-        job_fail(job=job, message="cancelled by an operator", cancelled=True)
-        return
-    except Exception as exc:
-        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
-        raise
-    counts = {"created": outcome.created, "updated": outcome.updated, "clusters": outcome.clusters,
-              "memories_scanned": outcome.memories_scanned}
-    job_finish(job=job, counts=counts, result={**counts, "observation_ids": outcome.observation_ids})
+        counts = {"created": outcome.created, "updated": outcome.updated, "clusters": outcome.clusters,
+                  "memories_scanned": outcome.memories_scanned}
+        return counts, {**counts, "observation_ids": outcome.observation_ids}
+
+    job_execute(job_id, work)
 
 
 @shared_task(name="banks.reindex_search_language")
 def reindex_search_language(job_id: int) -> None:
     """Re-compute a bank's full-text vectors in its (new) language, in batches."""
-    from banks.models import Job
-    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_start
+    from banks.services.jobs import JobOutcome, job_execute
     from banks.services.text_search import reindex_bank
 
-    job = Job.objects.select_related("bank").filter(pk=job_id).first()
-    if job is None or job.bank is None or job.is_finished:
-        return
-    bank = job.bank
-    try:
-        job = job_start(job=job)
+    def work(job: Job, bank: Bank) -> JobOutcome:
         changed = reindex_bank(bank=bank, job=job)
-    except JobCancelled:
-        job_fail(job=job, message="cancelled by an operator", cancelled=True)
-        return
-    except Exception as exc:
-        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
-        raise
-    job_finish(job=job, counts={"reindexed": changed}, result={"reindexed": changed})
+        return {"reindexed": changed}, {"reindexed": changed}
+
+    job_execute(job_id, work)
 
 
 @shared_task(name="banks.lifecycle_sweep")
@@ -83,27 +68,17 @@ def rescan_duplicates() -> list[int]:
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""
-    from banks.models import Job
     from banks.services.duplicate_scan import duplicates_scan
-    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_progress, job_start
+    from banks.services.jobs import JobOutcome, job_execute, job_progress
 
-    job = Job.objects.select_related("bank").filter(pk=job_id).first()
-    if job is None or job.bank is None or job.is_finished:
-        return
-    bank = job.bank
-    try:
-        job = job_start(job=job)
+    def work(job: Job, bank: Bank) -> JobOutcome:
         outcome = duplicates_scan(
             bank=bank, threshold=float(job.params["threshold"]), full=bool(job.params.get("full")),
             progress=lambda done, total: job_progress(job=job, done=done, total=total),
         )
-    except JobCancelled:
-        job_fail(job=job, message="cancelled by an operator", cancelled=True)
-        return
-    except Exception as exc:
-        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
-        raise
-    job_finish(job=job, counts={"scanned": outcome.scanned, "pairs": outcome.pairs}, result=outcome.result())
+        return {"scanned": outcome.scanned, "pairs": outcome.pairs}, outcome.result()
+
+    job_execute(job_id, work)
 
 
 @shared_task(name="banks.remove_bank")

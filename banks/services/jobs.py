@@ -109,3 +109,30 @@ def job_is_stale(job: Job) -> bool:
 
 __all__ = ["JobCancelled", "job_cancel_request", "job_create", "job_enqueue", "job_fail", "job_finish",
            "job_is_stale", "job_progress", "job_start"]
+
+
+# What a bank job's work returns: the counts shown while and after it runs, and its result.
+JobOutcome = tuple[dict[str, int], dict[str, Any]]
+
+
+def job_execute(job_id: int, work: Callable[[Job, Bank], JobOutcome]) -> None:
+    """Run a queued bank job on the worker: start it, do ``work``, finish or fail the row.
+
+    A job that is gone, finished or whose bank is gone is passed over (a redelivered task).
+    An operator's cancel fails it as cancelled; any other error fails it with its message
+    and is raised again so the worker logs it.
+    """
+    job = Job.objects.select_related("bank").filter(pk=job_id).first()
+    if job is None or job.bank is None or job.is_finished:
+        return
+    bank = job.bank
+    try:
+        job = job_start(job=job)
+        counts, result = work(job, bank)
+    except JobCancelled:
+        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+        return
+    except Exception as exc:
+        job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
+        raise
+    job_finish(job=job, counts=counts, result=result)
