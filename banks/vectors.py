@@ -65,6 +65,10 @@ def vector_scope(bank_pk: int, alias: str = "") -> str:
     return f"NOT {prefix}own_vector_index"
 
 
+# Where a bank's vectors are searched (also the recall trace's ``vector_index``).
+INDEX_SHARED, INDEX_OWN, INDEX_BUILDING = "shared", "own", "building"
+
+
 def vector_index_state(bank_pk: int) -> str:
     """``shared``, ``own`` (the bank's index is ready) or ``building`` (searches on it are exact meanwhile)."""
     from django.db import connection
@@ -75,8 +79,8 @@ def vector_index_state(bank_pk: int) -> str:
                        [bank_index_name(bank_pk), bank_pk])
         row = cursor.fetchone()
     if not row or not row[0]:
-        return "shared"
-    return "own" if row[1] else "building"
+        return INDEX_SHARED
+    return INDEX_OWN if row[1] else INDEX_BUILDING
 
 
 def vectors_pending(bank_pk: int) -> int:
@@ -90,7 +94,7 @@ def vectors_pending(bank_pk: int) -> int:
         return int(cursor.fetchone()[0])
 
 
-__all__ = ["INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql", "distance_sql", "hnsw_index_sql",
+__all__ = ["INDEX_BUILDING", "INDEX_OWN", "INDEX_SHARED", "INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql", "distance_sql", "hnsw_index_sql",
            "vector_index_state", "vector_literal", "vector_scope", "vectors_pending"]
 
 

@@ -28,7 +28,15 @@ from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_rerank import rerank_stage
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallOutcome, RecallTrace
-from banks.vectors import distance_sql, nearest_rows, vector_index_state, vector_scope, vectors_pending
+from banks.vectors import (
+    INDEX_BUILDING,
+    INDEX_SHARED,
+    distance_sql,
+    nearest_rows,
+    vector_index_state,
+    vector_scope,
+    vectors_pending,
+)
 from memoryhub.replica import read_connection, tolerates_lag
 
 __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
@@ -194,9 +202,9 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    if ("semantic" in arms or "temporal" in ranked) and (state := vector_index_state(bank.pk)) != "shared":
+    if ("semantic" in arms or "temporal" in ranked) and (state := vector_index_state(bank.pk)) != INDEX_SHARED:
         trace.vector_index = state
-        trace.embeddings_pending = vectors_pending(bank.pk) if state == "building" else None
+        trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
     fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}

@@ -13,7 +13,7 @@ from banks.models import Bank, Memory
 from banks.selectors.recall import recall_memories
 from banks.services.memories import memory_retain
 from banks.services.vector_indexes import bank_vector_index_build, bank_vector_index_drop
-from banks.vectors import bank_index_name, vector_index_state
+from banks.vectors import INDEX_OWN, INDEX_SHARED, bank_index_name, vector_index_state
 from portability.formats.registry import open_archive
 from portability.services import archive_import
 
@@ -37,20 +37,26 @@ def import_file(bank: Bank, path: Path):  # noqa: ANN201
                           expected=header.memory_count)
 
 
-def semantic_plan(bank: Bank, query: str) -> str:
+def captured_plan(run, marker: str) -> str:  # noqa: ANN001  (a callable)
+    """The plan of the first nearest-neighbour statement ``run`` sends whose SQL contains ``marker``."""
     statements = []
 
     def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
-        if "<=>" in sql and "FROM banks_memory m" in sql:
+        if "<=>" in sql and marker in sql:
             statements.append((sql, params))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        recall_memories(bank, query, max_results=5, arms=("semantic",))
+        run()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE banks_memory")
         cursor.execute("EXPLAIN " + statements[0][0], statements[0][1])
         return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def semantic_plan(bank: Bank, query: str) -> str:
+    return captured_plan(lambda: recall_memories(bank, query, max_results=5, arms=("semantic",)),
+                         "FROM banks_memory m")
 
 
 def top_hit(bank: Bank, query: str) -> str:
@@ -78,7 +84,7 @@ def test_big_import_builds_the_banks_own_index_and_recall_uses_it(make_bank, sma
     assert big.own_vector_index and not small.own_vector_index
     assert not Memory.objects.filter(bank=big, own_vector_index=False).exists()
     assert not Memory.objects.filter(bank=small, own_vector_index=True).exists()
-    assert vector_index_state(big.pk) == "own" and vector_index_state(small.pk) == "shared"
+    assert vector_index_state(big.pk) == INDEX_OWN and vector_index_state(small.pk) == INDEX_SHARED
 
     with connection.cursor() as cursor:
         # A tiny table: make the planner show which index it may use rather than sort a few rows.
@@ -238,19 +244,7 @@ def test_the_near_duplicate_scan_searches_the_index_that_holds_the_banks_rows(ma
     import_file(small, tmp_path / "small.jsonl")
 
     def scan_plan(bank: Bank) -> str:
-        statements = []
-
-        def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
-            if "<=>" in sql and "CROSS JOIN LATERAL" in sql:
-                statements.append((sql, params))
-            return execute(sql, params, many, context)
-
-        with connection.execute_wrapper(capture):
-            duplicates_scan(bank=bank, threshold=0.9, full=True)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE banks_memory")
-            cursor.execute("EXPLAIN " + statements[0][0], statements[0][1])
-            return "\n".join(row[0] for row in cursor.fetchall())
+        return captured_plan(lambda: duplicates_scan(bank=bank, threshold=0.9, full=True), "CROSS JOIN LATERAL")
 
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
