@@ -136,9 +136,22 @@ def idf(df: int, total: int) -> float:
     return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
+# How many times a lexeme occurs in a row (its positions), computed in C rather than by unnesting the
+# row's vector: with unit weights and one lexeme, ts_rank is sum(1/j^2 for j <= count) / (pi^2 / 6), so
+# count = round(1 / ((pi^2 / 6) * (1 - rank)) - 1/2): exact up to 255 (a vector keeps at most 256
+# positions per lexeme, read as 255 in ts_rank's float4; pinned by tests/banks/test_recall_keyword_counts.py),
+# and 0 where the lexeme is absent (rank 0). Scoring thousands of candidates this way costs a third of the unnest-and-join.
+_TERM_COUNT = "round(1 / (1.6449340668482264 * (1 - ts_rank('{1,1,1,1}', c.v, %s::tsquery)::float8)) - 0.5)"
+
+
+def tsquery_literal(lexeme: str) -> str:
+    """A one-lexeme tsquery, taken verbatim (no parser splits it): quoted, with quotes and backslashes escaped."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def _or_query(lexemes: list[str]) -> str:
-    # plainto_tsquery quotes whatever a lexeme holds; || ORs the parts.
-    return " || ".join(["plainto_tsquery('simple', %s)"] * len(lexemes))
+    # Each lexeme as a one-lexeme tsquery (tsquery_literal); || ORs them.
+    return " || ".join(["%s::tsquery"] * len(lexemes))
 
 
 def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: int) -> list[tuple[int, float]]:
@@ -155,17 +168,23 @@ def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: in
         weights = [idf(dfs[lx], max(total, dfs[lx])) for lx in present]
         rare = [lx for lx in present if dfs[lx] <= COMMON_DF]
         selecting = rare or present
-        # Vetted: the tsquery comes from _or_query() (placeholders only), {where} from fixed clauses, and
-        # the BM25 constants are module floats; lexemes and weights are parameters.
+        norm = f"{K1} * ({1 - B} + {B} * s.doc_len / %s::float8)"
+        # One term per query lexeme; a lexeme the row lacks has a count of 0 and adds nothing.
+        terms = " + ".join(f"%s::float8 * s.t{i} * {K1 + 1} / (s.t{i} + {norm})" for i in range(len(present)))
+        counts = ", ".join(f"{_TERM_COUNT} AS t{i}" for i in range(len(present)))
+        # Vetted: {terms}/{counts}/{norm} are built above from placeholders, indexes and module floats, the
+        # tsquery from _or_query() (placeholders only) and {where} from fixed clauses; values are parameters.
+        # OFFSET 0 keeps the counts computed once per row (a flattened subquery would repeat them per use).
         sql = (
-            f"WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "  # noqa: S608
-            f"cand AS (SELECT m.id, m.search_vector FROM banks_memory m "
-            f"WHERE m.search_vector @@ ({_or_query(selecting)}) AND {where} LIMIT %s) "
-            f"SELECT c.id, sum(q.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(c.search_vector) "
-            f"/ %s::float8))) AS score "
-            f"FROM cand c CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf "
-            f"FROM unnest(c.search_vector) u) t JOIN q ON q.lexeme = t.lexeme "
-            f"GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %s"
+            f"SELECT s.id, {terms} AS score FROM ("  # noqa: S608
+            f"SELECT c.id, length(c.v) AS doc_len, {counts} FROM ("
+            f"SELECT m.id, m.search_vector AS v FROM banks_memory m "
+            f"WHERE m.search_vector @@ ({_or_query(selecting)}) AND {where} LIMIT %s) c OFFSET 0) s "
+            f"ORDER BY score DESC, s.id DESC LIMIT %s"
         )
-        cursor.execute(sql, [present, weights, *selecting, *params, MAX_CANDIDATES, avg_len, limit])
+        term_params: list[Any] = []
+        for weight in weights:
+            term_params += [weight, avg_len]
+        cursor.execute(sql, [*term_params, *(tsquery_literal(lx) for lx in present),
+                             *(tsquery_literal(lx) for lx in selecting), *params, MAX_CANDIDATES, limit])
         return [(r[0], float(r[1])) for r in cursor.fetchall()]

@@ -7,13 +7,14 @@ import importlib
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.test import Client
 
 from banks.models import Bank, BankMembership, Memory
 from banks.providers import embeddings as embeddings_module
 from banks.providers.embeddings import HashingEmbedder, build_embedder, embedder_status
 from banks.selectors.recall import RecallFilters, recall_memories
-from banks.selectors.recall_keyword import idf
+from banks.selectors.recall_keyword import idf, keyword_arm
 from banks.services.memories import memory_retain
 
 pytestmark = pytest.mark.django_db
@@ -87,6 +88,23 @@ def test_keyword_arm_weighs_rare_words_above_common_ones(bank):
     assert hits[0].text == "The meeting moved to the Zanzibar office."
     assert hits[1].text == "Zanzibar spice farm visit."
     assert idf(1, 100) > idf(50, 100) > 0
+
+
+def test_keyword_arm_scores_bm25_with_term_counts_and_document_lengths(bank):
+    memory_retain(bank=bank, text="Kestrel kestrel kestrel over the dunes.", actor="test")
+    memory_retain(bank=bank, text="Kestrel spotted above quiet dunes.", actor="test")
+    memory_retain(bank=bank, text="Nothing about birds of prey here.", actor="test")
+    where = "m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL"
+    scored = keyword_arm(bank, "kestrel", where, [bank.pk], 5)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, length(search_vector) FROM banks_memory WHERE bank_id = %s", [bank.pk])
+        lengths = dict(cursor.fetchall())
+    avg_len = sum(lengths.values()) / len(lengths)
+    counts = {m.pk: m.text.lower().count("kestrel") for m in Memory.objects.filter(bank=bank)}
+    expected = sorted(((pk, idf(2, 3) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths[pk] / avg_len)))
+                       for pk, tf in counts.items() if tf), key=lambda row: -row[1])
+    assert [pk for pk, _ in scored] == [pk for pk, _ in expected]
+    assert [score for _, score in scored] == pytest.approx([score for _, score in expected], rel=1e-9)
 
 
 def test_trace_tells_each_hits_rank_in_every_arm(api, bank):
