@@ -12,6 +12,8 @@ from banks.models.banks import Bank
 # Dimensions that get their own HNSW index (partial, on a cast of the untyped column).
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
+GIN_PENDING_LIST_KB = 256
+
 
 class EmbeddedText(models.Model):
     """A ``text`` with its embedding (any size; see banks.vectors) and a generated full-text vector."""
@@ -93,8 +95,11 @@ class Memory(EmbeddedText):
             ),
         ]
         indexes = [
-            GinIndex(fields=["tags"], name="memory_tags_gin"),
-            GinIndex(fields=["search_vector"], name="memory_search_gin"),
+            # A small pending list (kB): new rows wait there, scanned on every search, until merged into
+            # the index. At the 4 MB default a busy bank's keyword searches read hundreds of pending pages
+            # and the planner gave up on the index (migration 0020).
+            GinIndex(fields=["tags"], name="memory_tags_gin", gin_pending_list_limit=GIN_PENDING_LIST_KB),
+            GinIndex(fields=["search_vector"], name="memory_search_gin", gin_pending_list_limit=GIN_PENDING_LIST_KB),
             models.Index(fields=["bank", "-retained_at", "-id"], name="memory_bank_retained"),
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
             # The changes feed reads a bank in (updated_at, id) order.

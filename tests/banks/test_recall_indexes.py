@@ -86,3 +86,12 @@ def test_filters_do_not_starve_the_semantic_arm(big_bank):
     semantic = next(p for p in plans if "<=>" in p)
     assert "Seq Scan on banks_memory" not in semantic, semantic
     assert "memory_hnsw_384" in semantic or "memory_tags_gin" in semantic
+
+
+def test_the_full_text_and_tag_indexes_keep_a_small_pending_list(db):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_search_gin', 'memory_tags_gin')")
+        options = dict(cursor.fetchall())
+    assert options == {name: ["gin_pending_list_limit=256"] for name in ("memory_search_gin", "memory_tags_gin")}
