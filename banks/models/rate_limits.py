@@ -8,7 +8,8 @@ class RateCounter(models.Model):
 
     One row per identity: the window starts at its first request and the row is reused when it ends.
     Written only by ``banks.services.rate_limits`` with one ``INSERT ... ON CONFLICT DO UPDATE``, so
-    concurrent requests from every web process add up exactly.
+    concurrent requests from every web process add up exactly. The table is unlogged (migration 0019):
+    a count lost in a crash costs nothing, and its commits then wait for no disk flush.
     """
 
     key = models.CharField(max_length=200, primary_key=True)

@@ -118,3 +118,18 @@ def test_a_window_that_ended_starts_again_from_one(db):
 def test_an_unreachable_redis_lets_requests_through(settings):
     settings.MEMORYHUB_CACHE_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     assert rate_count(key=f"throttle_token_{uuid.uuid4().hex}", period=60) is None
+
+
+def test_counting_a_request_writes_nothing_to_the_write_ahead_log(db):
+    """The counter table is unlogged: counting is a commit that waits for no disk flush."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = %s", [RateCounter._meta.db_table])
+        assert cursor.fetchone()[0] == "u"
+        cursor.execute("SELECT pg_current_wal_insert_lsn()")
+        before = cursor.fetchone()[0]
+        rate_count(key=f"throttle_token_{uuid.uuid4().hex}", period=60)
+        cursor.execute("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn", [before])
+        # Only the commit record (tens of bytes); a logged insert of the row and its index entry is more.
+        assert cursor.fetchone()[0] < 100
