@@ -22,3 +22,5 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_memoryhub_{os.environ.get('MEMORY
 
 # The hashing embedder keeps the suite fast; tests of the local model name it explicitly.
 MEMORYHUB_EMBEDDINGS = os.environ.get("MEMORYHUB_TEST_EMBEDDINGS", "hashing")
+# Usage counts are written in the request, so a test reads them at once (tests of the writer thread set it).
+MEMORYHUB_USAGE_FLUSH_SECONDS = 0.0

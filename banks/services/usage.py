@@ -1,19 +1,30 @@
 """Recall, reflect and retain usage: per-bank counters and each memory's last recall, recorded after the answer.
 
-Called once the answer is built, never before: a failure to record is logged and swallowed (inside
-a savepoint, so the caller's transaction stays usable), and the answer goes out regardless.
+Called once the answer is built, never before: a failure to record is logged and swallowed, and the
+answer goes out regardless.
 
-Cost per request: one upsert per bank touched, and one set-based UPDATE per bank that marks the
-returned memories recalled *at most once an hour each* (a memory recalled 10 times a minute is
-written once an hour), skipping rows another transaction holds locked rather than waiting for them.
+Counts are gathered per process and written by a background thread every
+``MEMORYHUB_USAGE_FLUSH_SECONDS`` (default 1): one upsert per bank that was used in that second, and
+one set-based UPDATE per bank that marks the returned memories recalled *at most once an hour each*,
+skipping rows another transaction holds locked rather than waiting for them. Writing them in the
+request put every recall of a bank in a queue for that bank's one counter row (and a disk flush per
+request): at 30 clients it was a large share of recall latency. What a crash can lose is the last
+second of counts of that process (also written on a clean exit). A flush interval of 0 writes in the
+request (the test settings do, so a test reads its counts at once).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
@@ -53,23 +64,133 @@ _MARK = f"""
 """  # noqa: S608
 
 
-def _bump(cursor, bank_pk: int, *, now: datetime, recalls: int = 0, hits: int = 0, score: float = 0.0,  # noqa: ANN001
-          reflects: int = 0, successes: int = 0, errors: int = 0, retains: int = 0, dedups: int = 0) -> None:
-    cursor.execute(_UPSERT, [bank_pk, recalls, hits, score, reflects, successes, errors, retains, dedups,
-                             now if recalls or reflects else None, now if errors else None])
-
-
 def _mark(cursor, bank_pk: int, memory_ids: list[str], now: datetime) -> None:  # noqa: ANN001
     if memory_ids:
         cursor.execute(_MARK, [now, bank_pk, memory_ids, now])
 
 
-def _safely(what: str, write) -> None:  # noqa: ANN001
+@dataclass
+class _BankCounts:
+    recalls: int = 0
+    hits: int = 0
+    score: float = 0.0
+    reflects: int = 0
+    successes: int = 0
+    errors: int = 0
+    retains: int = 0
+    dedups: int = 0
+    last_recalled_at: datetime | None = None
+    last_error_at: datetime | None = None
+    marked: set[str] = field(default_factory=set)  # memory ids returned (marked at last_recalled_at)
+
+    def add(self, other: _BankCounts) -> None:
+        for name in ("recalls", "hits", "score", "reflects", "successes", "errors", "retains", "dedups"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.last_recalled_at = _later(self.last_recalled_at, other.last_recalled_at)
+        self.last_error_at = _later(self.last_error_at, other.last_error_at)
+        self.marked |= other.marked
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    return max(a, b) if a and b else a or b
+
+
+def _write(cursor, bank_pk: int, counts: _BankCounts) -> None:  # noqa: ANN001
+    cursor.execute(_UPSERT, [bank_pk, counts.recalls, counts.hits, counts.score, counts.reflects, counts.successes,
+                             counts.errors, counts.retains, counts.dedups, counts.last_recalled_at,
+                             counts.last_error_at])
+    if counts.marked and counts.last_recalled_at:
+        # One time for all of them: the marks are kept to the hour anyway.
+        _mark(cursor, bank_pk, sorted(counts.marked), counts.last_recalled_at)
+
+
+def _write_all(pending: dict[int, _BankCounts]) -> None:
+    # Counters, not data: a commit that waits for no disk flush is enough (a crash may lose the last
+    # fraction of a second of them). Only in a transaction of their own: inside a caller's, the setting
+    # would also cover the caller's writes.
+    relaxed = not connection.in_atomic_block
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            write(cursor)
+            if relaxed:
+                cursor.execute("SET LOCAL synchronous_commit = off")
+            for bank_pk in sorted(pending):  # one order for every writer: no deadlock between two flushes
+                _write(cursor, bank_pk, pending[bank_pk])
     except DatabaseError:
-        logger.warning("could not record %s usage; the answer is unaffected", what, exc_info=True)
+        logger.warning("could not record usage of %d bank(s); answers were unaffected", len(pending),
+                       exc_info=True)
+
+
+class _UsageBuffer:
+    """This process's counts not yet written, and the thread that writes them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, _BankCounts] = {}
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def add(self, bank_pk: int, counts: _BankCounts) -> None:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child starts empty, with its own writer
+                self._pending, self._thread, self._pid = {}, None, os.getpid()
+            self._pending.setdefault(bank_pk, _BankCounts()).add(counts)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="usage-writer", daemon=True)
+                self._thread.start()
+
+    def take(self) -> dict[int, _BankCounts]:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+    def _run(self) -> None:
+        flushed = time.monotonic()
+        while True:
+            # Short naps, so a changed interval takes effect without waiting out the old one.
+            interval = max(0.05, float(settings.MEMORYHUB_USAGE_FLUSH_SECONDS))
+            time.sleep(min(interval, 0.5))
+            if time.monotonic() - flushed < interval:
+                continue
+            flushed = time.monotonic()
+            pending = self.take()
+            if not pending:
+                continue
+            try:
+                _write_all(pending)
+                # This thread's own connection: checked (a restarted database) and not held idle forever.
+                connection.close_if_unusable_or_obsolete()
+            except Exception:  # the writer must outlive anything one flush meets
+                logger.exception("usage writer: a flush failed")
+
+
+_buffer = _UsageBuffer()
+
+
+def usage_flush() -> None:
+    """Write this process's gathered counts now (the writer thread does every interval, and at exit)."""
+    pending = _buffer.take()
+    if pending:
+        _write_all(pending)
+
+
+def _close_at_exit() -> None:
+    try:
+        usage_flush()
+    finally:
+        connection.close()
+
+
+atexit.register(_close_at_exit)
+
+
+def _record(per_bank: dict[int, _BankCounts]) -> None:
+    if not per_bank:
+        return
+    if float(settings.MEMORYHUB_USAGE_FLUSH_SECONDS) <= 0:
+        _write_all(per_bank)
+        return
+    for bank_pk, counts in per_bank.items():
+        _buffer.add(bank_pk, counts)
 
 
 def _counted(banks: Sequence[Bank]) -> list[Bank]:
@@ -93,50 +214,33 @@ def usage_record_recall(banks: Sequence[Bank], hits: Sequence[object]) -> None:
     hit (and its best score) when at least one of the hits came from it."""
     now = timezone.now()
     grouped = _by_bank(banks, hits)
-
-    def write(cursor) -> None:  # noqa: ANN001
-        for bank in _counted(banks):
-            scores = [float(getattr(h, "score", 0.0)) for h in hits if getattr(h, "bank_id", "") == bank.bank_id]
-            _bump(cursor, bank.pk, now=now, recalls=1, hits=1 if scores else 0, score=max(scores, default=0.0))
-            _mark(cursor, bank.pk, grouped[bank.pk], now)
-
-    _safely("recall", write)
+    per_bank: dict[int, _BankCounts] = {}
+    for bank in _counted(banks):
+        scores = [float(getattr(h, "score", 0.0)) for h in hits if getattr(h, "bank_id", "") == bank.bank_id]
+        per_bank[bank.pk] = _BankCounts(recalls=1, hits=1 if scores else 0, score=max(scores, default=0.0),
+                                        last_recalled_at=now, marked=set(grouped[bank.pk]))
+    _record(per_bank)
 
 
 def usage_record_reflect(banks: Sequence[Bank], sources: Sequence[object]) -> None:
     """One reflect; it succeeded for a bank when the answer cited one of its memories."""
     now = timezone.now()
     grouped = _by_bank(banks, sources)
-
-    def write(cursor) -> None:  # noqa: ANN001
-        for bank in _counted(banks):
-            _bump(cursor, bank.pk, now=now, reflects=1, successes=1 if grouped[bank.pk] else 0)
-            _mark(cursor, bank.pk, grouped[bank.pk], now)
-
-    _safely("reflect", write)
+    _record({bank.pk: _BankCounts(reflects=1, successes=1 if grouped[bank.pk] else 0, last_recalled_at=now,
+                                  marked=set(grouped[bank.pk]))
+             for bank in _counted(banks)})
 
 
 def usage_record_retain(bank: Bank, *, deduplicated: bool) -> None:
     """One retain received over the API or MCP; whether it was a duplicate (for bank health's dedup rate)."""
-    now = timezone.now()
-
-    def write(cursor) -> None:  # noqa: ANN001
-        for counted in _counted([bank]):
-            _bump(cursor, counted.pk, now=now, retains=1, dedups=1 if deduplicated else 0)
-
-    _safely("retain", write)
+    _record({counted.pk: _BankCounts(retains=1, dedups=1 if deduplicated else 0) for counted in _counted([bank])})
 
 
 def usage_record_error(banks: Sequence[Bank]) -> None:
     """A recall or reflect over ``banks`` failed on our side (not a refused request)."""
     now = timezone.now()
-
-    def write(cursor) -> None:  # noqa: ANN001
-        for bank in _counted(banks):
-            _bump(cursor, bank.pk, now=now, errors=1)
-
-    _safely("error", write)
+    _record({bank.pk: _BankCounts(errors=1, last_error_at=now) for bank in _counted(banks)})
 
 
-__all__ = ["RECALL_MARK_INTERVAL", "usage_record_error", "usage_record_recall", "usage_record_reflect",
+__all__ = ["RECALL_MARK_INTERVAL", "usage_flush", "usage_record_error", "usage_record_recall", "usage_record_reflect",
            "usage_record_retain"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from django.utils import timezone
 from banks.models import Bank, BankUsage, Memory
 from banks.services.lifecycle import lifecycle_run
 from banks.services.memories import memory_retain
-from banks.services.usage import usage_record_error
+from banks.services.usage import usage_flush, usage_record_error
 
 pytestmark = pytest.mark.django_db
 B = "user-alice"
@@ -130,3 +131,35 @@ def test_lifecycle_archives_from_the_last_recall_when_there_is_one(api, bank):
     Memory.objects.filter(pk=recalled.pk).update(last_recalled_at=timezone.now() - timedelta(days=40))
     again = {a["memory_id"]: a for a in lifecycle_run(bank=bank, actor="test").actions}
     assert again[recalled.memory_id]["reason"] == "30 days since last recall"
+
+
+def test_counts_gathered_in_a_process_are_written_together_by_one_flush(api, bank, settings):
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600  # the writer thread will not run during the test
+    jazz = retain(bank, "Alice likes jazz records.")
+    usage_flush()  # nothing left over from elsewhere
+    for _ in range(3):
+        recall(api, "jazz records")
+    api.post("/v1/retain", {"content": "Alice also likes blues.", "bank_id": B})
+    # Gathered, not yet written: the requests did not wait for the counter row.
+    assert not BankUsage.objects.filter(bank=bank).exists()
+    assert Memory.objects.get(pk=jazz.pk).last_recalled_at is None
+    usage_flush()
+    usage = BankUsage.objects.get(bank=bank)
+    assert (usage.recall_count, usage.recall_hit_count, usage.retain_call_count) == (3, 3, 1)
+    assert usage.last_recalled_at is not None
+    assert Memory.objects.get(pk=jazz.pk).last_recalled_at == usage.last_recalled_at
+    usage_flush()  # an empty flush writes nothing more
+    assert BankUsage.objects.get(bank=bank).recall_count == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_thread_writes_the_counts_within_its_interval(make_bank, api_for, settings):
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 0.2
+    bank = make_bank("usage-thread")
+    retain(bank, "Alice likes jazz records.")
+    client = api_for({bank.bank_id: ["read", "write"]})
+    recall(client, "jazz", bank_id=bank.bank_id)
+    deadline = time.monotonic() + 10
+    while not BankUsage.objects.filter(bank=bank, recall_count=1).exists():
+        assert time.monotonic() < deadline, "the usage writer thread wrote nothing in 10 s"
+        time.sleep(0.05)
