@@ -104,8 +104,9 @@ def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
     The index holds every bank's vectors (and dead rows); without this, the nearest candidates
     may all belong to other banks and a bank-filtered query returns too few rows, or none.
     """
-    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, min(1000, limit))])
+    # One round trip for both (set_config(..., true) is SET LOCAL).
+    cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                   "set_config('hnsw.ef_search', %s, true)", [str(max(40, min(1000, limit)))])
 
 
 def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int) -> list[tuple[Any, ...]]:

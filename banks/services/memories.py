@@ -8,11 +8,12 @@ writes an audit event; the embedding always matches the current text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
@@ -168,13 +169,6 @@ def memory_retain(
     now = timezone.now()
     try:
         with transaction.atomic():
-            # The decisive look, under the bank's lock: a retain that committed since the first look is
-            # seen now, and none can commit between this check and the insert.
-            lock_bank_for_new_content(bank)
-            duplicate = _exact_duplicate(bank, digest) or (
-                _near_duplicate(bank, vector, embedder.dimensions) if near_dedup else None)
-            if duplicate:
-                return duplicate
             memory = Memory.objects.create(
                 bank=bank,
                 memory_id=memory_id or new_memory_id(),
@@ -193,14 +187,27 @@ def memory_retain(
                 embedding_model=embedder.name,
                 embedding_dims=embedder.dimensions,
             )
-            if entities:
-                attach_entities(memory, entities)
-            Bank.objects.filter(pk=bank.pk).update(last_activity_at=now)
+            _note_activity(bank, now)
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
+            # The decisive look comes last, under the bank's lock, so the lock is held for this look, the
+            # entity links and the commit, not for the insert and its index upkeep: a retain that
+            # committed since the first look is seen now (our own row aside), and none can commit between
+            # this look and ours. A duplicate of the same text never gets this far: the unique
+            # constraint stops the insert above until the other writer ends, then refuses it.
+            lock_bank_for_new_content(bank)
+            if near_dedup:
+                duplicate = _near_duplicate(bank, vector, embedder.dimensions, exclude_pk=memory.pk)
+                if duplicate:
+                    raise _Superseded(duplicate)
+            if entities:
+                attach_entities(memory, entities)
+    except _Superseded as superseded:
+        return superseded.outcome
     except IntegrityError as exc:
-        # Writers that take no bank lock (imports) can still win the unique constraints.
+        # Another writer stored the same text first (a retain that committed since the first look, or an
+        # import, which takes no bank lock).
         constraint = violated_constraint(exc)
         if constraint == "memory_content_unique_per_bank":
             return _exact_duplicate(bank, digest) or RetainOutcome(
@@ -214,6 +221,22 @@ def memory_retain(
                          dropped_metadata_keys=tuple(dropped))
 
 
+class _Superseded(Exception):  # noqa: N818  (not an error: the retain became a duplicate; rolls it back)
+    def __init__(self, outcome: RetainOutcome) -> None:
+        super().__init__(outcome.memory_id)
+        self.outcome = outcome
+
+
+# A bank's last activity is kept to the minute: writing it on every retain made the bank's row a queue.
+ACTIVITY_RESOLUTION = timedelta(minutes=1)
+
+
+def _note_activity(bank: Bank, now: datetime) -> None:
+    Bank.objects.filter(pk=bank.pk).filter(
+        Q(last_activity_at__isnull=True) | Q(last_activity_at__lt=now - ACTIVITY_RESOLUTION)
+    ).update(last_activity_at=now)
+
+
 def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
     existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
     if not existing:
@@ -222,8 +245,9 @@ def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
                          similarity=1.0, error="Duplicate content", retention_action="deduplicated")
 
 
-def _near_duplicate(bank: Bank, vector: list[float], dims: int) -> RetainOutcome | None:
-    nearest = nearest_live_memory(bank, vector, dims)
+def _near_duplicate(bank: Bank, vector: list[float], dims: int, exclude_pk: int | None = None
+                    ) -> RetainOutcome | None:
+    nearest = nearest_live_memory(bank, vector, dims, exclude_pk=exclude_pk)
     if not nearest or nearest[1] < bank.dedup_threshold:
         return None
     return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],
