@@ -10,7 +10,8 @@ Cost stays bounded:
   at ``COMMON_DF`` rows of the GIN index; a lexeme past the cap is "common" and its frequency
   is estimated from the column statistics PostgreSQL keeps (``pg_stats.most_common_elems``);
 - only rare lexemes select candidates (when every lexeme is common, a bounded sample does),
-  and at most ``MAX_CANDIDATES`` rows are scored; every query lexeme still counts in the score;
+  and at most ``MAX_CANDIDATES`` rows are scored, rows holding two or more of those lexemes
+  first (``_candidates_sql``); every query lexeme still counts in the score;
 - the bank's size and average document length are kept for a few minutes (per process, see
   recall_memo), and so are the frequencies of lexemes in at least ``MEMO_DF`` rows: counting
   those is what costs (up to COMMON_DF index entries each), and a few minutes' drift only nudges
@@ -34,6 +35,10 @@ B = 0.75
 # A lexeme in more rows than this is "common": it no longer selects candidates.
 COMMON_DF = 2000
 MAX_CANDIDATES = 4000
+# Rows holding one question word scored beside enough rows holding two or more (see _candidates_sql).
+ONE_WORD_SHARE = 200
+# Past this many selecting lexemes the pairs would be too many: candidates are then taken as they come.
+MAX_PAIRED_LEXEMES = 8
 STATS_SECONDS = 300
 # Document frequencies at or above this are kept per process for STATS_SECONDS.
 MEMO_DF = 100
@@ -154,6 +159,39 @@ def _or_query(lexemes: list[str]) -> str:
     return " || ".join(["%s::tsquery"] * len(lexemes))
 
 
+def matching_two_or_more(lexemes: list[str]) -> str:
+    """A tsquery matching rows that hold at least two of ``lexemes``: every pair ANDed, the pairs ORed."""
+    quoted = [tsquery_literal(lx) for lx in lexemes]
+    return " | ".join(f"({a} & {b})" for i, a in enumerate(quoted) for b in quoted[i + 1:])
+
+
+def _candidates_sql(selecting: list[str], where: str, params: list[Any], limit: int) -> tuple[str, list[Any]]:
+    """The rows worth scoring (id, search vector as ``v``), at most MAX_CANDIDATES of them.
+
+    Rows holding two or more of the selecting lexemes come first; rows holding one fill the rest.
+    When the first kind alone gives ``limit`` rows, only ONE_WORD_SHARE rows of the second are
+    scored: those rarely outrank the first, and on a bank where every question word is common they
+    were thousands of rows scored for nothing (a sample of them still competes).
+    """
+    any_sql = _or_query(selecting)
+    if len(selecting) < 2 or len(selecting) > MAX_PAIRED_LEXEMES:
+        return (f"SELECT m.id, m.search_vector AS v FROM banks_memory m "  # noqa: S608  (vetted as above)
+                f"WHERE m.search_vector @@ ({any_sql}) AND {where} LIMIT %s",
+                [*(tsquery_literal(lx) for lx in selecting), *params, MAX_CANDIDATES])
+    several = matching_two_or_more(selecting)
+    sql = (
+        f"WITH several AS (SELECT m.id, m.search_vector AS v FROM banks_memory m "  # noqa: S608  (vetted)
+        f"WHERE m.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
+        f"n AS (SELECT count(*) AS n FROM several) "
+        f"SELECT id, v FROM several UNION ALL ("
+        f"SELECT m.id, m.search_vector FROM banks_memory m "
+        f"WHERE m.search_vector @@ ({any_sql}) AND NOT m.search_vector @@ %s::tsquery AND {where} "
+        f"LIMIT (SELECT CASE WHEN n >= %s THEN %s ELSE %s - n END FROM n))"
+    )
+    return sql, [several, *params, MAX_CANDIDATES, *(tsquery_literal(lx) for lx in selecting), several, *params,
+                 limit, ONE_WORD_SHARE, MAX_CANDIDATES]
+
+
 def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: int) -> list[tuple[int, float]]:
     """(memory pk, BM25 score) best first; ``where``/``params`` are the recall filters on alias ``m``."""
     with read_connection().cursor() as cursor:
@@ -172,19 +210,17 @@ def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: in
         # One term per query lexeme; a lexeme the row lacks has a count of 0 and adds nothing.
         terms = " + ".join(f"%s::float8 * s.t{i} * {K1 + 1} / (s.t{i} + {norm})" for i in range(len(present)))
         counts = ", ".join(f"{_TERM_COUNT} AS t{i}" for i in range(len(present)))
-        # Vetted: {terms}/{counts}/{norm} are built above from placeholders, indexes and module floats, the
-        # tsquery from _or_query() (placeholders only) and {where} from fixed clauses; values are parameters.
+        candidates, candidate_params = _candidates_sql(selecting, where, params, limit)
+        # Vetted: {terms}/{counts}/{norm} are built above from placeholders, indexes and module floats,
+        # {candidates} by _candidates_sql from placeholders and fixed clauses; values are parameters.
         # OFFSET 0 keeps the counts computed once per row (a flattened subquery would repeat them per use).
         sql = (
             f"SELECT s.id, {terms} AS score FROM ("  # noqa: S608
-            f"SELECT c.id, length(c.v) AS doc_len, {counts} FROM ("
-            f"SELECT m.id, m.search_vector AS v FROM banks_memory m "
-            f"WHERE m.search_vector @@ ({_or_query(selecting)}) AND {where} LIMIT %s) c OFFSET 0) s "
+            f"SELECT c.id, length(c.v) AS doc_len, {counts} FROM ({candidates}) c OFFSET 0) s "
             f"ORDER BY score DESC, s.id DESC LIMIT %s"
         )
         term_params: list[Any] = []
         for weight in weights:
             term_params += [weight, avg_len]
-        cursor.execute(sql, [*term_params, *(tsquery_literal(lx) for lx in present),
-                             *(tsquery_literal(lx) for lx in selecting), *params, MAX_CANDIDATES, limit])
+        cursor.execute(sql, [*term_params, *(tsquery_literal(lx) for lx in present), *candidate_params, limit])
         return [(r[0], float(r[1])) for r in cursor.fetchall()]

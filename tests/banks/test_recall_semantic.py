@@ -184,3 +184,19 @@ def test_a_question_is_embedded_once_per_recall(bank, monkeypatch):
     outcome = recall_bank(bank, "Who played the cello last June?", include_observations=True)
     assert outcome.hits and "embed" in outcome.trace.strategy_timings_ms
     assert calls == [["Who played the cello last June?"]]
+
+
+def test_keyword_candidates_holding_more_question_words_are_scored_first(bank, monkeypatch):
+    from banks.selectors import recall_keyword
+
+    monkeypatch.setattr(recall_keyword, "MAX_CANDIDATES", 20)
+    monkeypatch.setattr(recall_keyword, "ONE_WORD_SHARE", 5)
+    for i in range(40):
+        memory_retain(bank=bank, text=f"Pelican sighting number {i} logged.", actor="test", near_dedup=False)
+    both = {memory_retain(bank=bank, text=f"Pelican and heron together, sighting {i}.", actor="test",
+                          near_dedup=False).memory_id for i in range(4)}
+    where = "m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL"
+    scored = keyword_arm(bank, "pelican heron", where, [bank.pk], 4)
+    ids = dict(Memory.objects.filter(bank=bank).values_list("pk", "memory_id"))
+    # Written last, behind 40 rows holding one of the words: a first-come sample of 20 would miss them.
+    assert {ids[pk] for pk, _ in scored} == both
