@@ -266,7 +266,22 @@ MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
 # An import of this many memories or more moves the bank onto its own HNSW index, built after the
 # load (docs/scaling.md); the build's memory and parallel workers (session settings, for that build only).
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
-MEMORYHUB_INDEX_BUILD_MEMORY = env_str("MEMORYHUB_INDEX_BUILD_MEMORY", "512MB")
+
+
+def _index_build_memory() -> str:
+    """An eighth of this machine's memory (256 MB to 4 GB) for the embedded server, which runs here; a
+    remote server's memory is unknown from here, so 512 MB. At 1M vectors of 384 dimensions the HNSW graph
+    needs about 2 GB: a build that outgrows its memory goes on on disk, several times slower."""
+    if not EMBEDDED_DATABASE:
+        return "512MB"
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "512MB"
+    return f"{min(4096, max(256, total // 8 // (1 << 20)))}MB"
+
+
+MEMORYHUB_INDEX_BUILD_MEMORY = env_str("MEMORYHUB_INDEX_BUILD_MEMORY", _index_build_memory())
 MEMORYHUB_INDEX_BUILD_WORKERS = env_int("MEMORYHUB_INDEX_BUILD_WORKERS", min(7, max(2, (os.cpu_count() or 2) - 1)))
 # A big import stores memories first and fills their vectors after the load when embedding is slower
 # than storing: "auto" (every embedder but hashing), "always" or "never".
