@@ -109,24 +109,36 @@ def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
                    "set_config('hnsw.ef_search', %s, true)", [str(max(40, min(1000, limit)))])
 
 
-def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int) -> list[tuple[Any, ...]]:
+def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False
+                 ) -> list[tuple[Any, ...]]:
     """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields nothing.
 
     ``sql_template`` has an ``{order}`` slot for the ORDER BY expression and ``params_for(order_sql)``
     gives the parameters. An approximate index can come back empty for a bank whose rows sit behind
     many dead or foreign entries in the graph; a bank that has rows then gets an exact answer.
+
+    ``prepared``: the caller's own transaction (on the primary) already ran ``enable_iterative_scan``;
+    the query runs there as it is, one statement (two when the index yields nothing).
     """
+    from django.db import connection as primary
     from django.db import transaction
 
     from memoryhub.replica import read_connection
 
+    if prepared:
+        with primary.cursor() as cursor:
+            return _nearest_or_exact(cursor, sql_template, params_for)
     connection = read_connection()
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
-        cursor.execute(sql_template.format(exact=""), params_for())
+        return _nearest_or_exact(cursor, sql_template, params_for)
+
+
+def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]]) -> list[tuple[Any, ...]]:  # noqa: ANN001
+    cursor.execute(sql_template.format(exact=""), params_for())
+    rows = cursor.fetchall()
+    if not rows:
+        # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
+        cursor.execute(sql_template.format(exact=" + 0"), params_for())
         rows = cursor.fetchall()
-        if not rows:
-            # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
-            cursor.execute(sql_template.format(exact=" + 0"), params_for())
-            rows = cursor.fetchall()
     return rows

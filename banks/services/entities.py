@@ -1,8 +1,9 @@
 """Entity mentions: which of the bank's entities a memory names.
 
 Set-based, whatever the number of entities: one insert for the entities, one read, one insert
-for the links and one counter update. ``mention_count`` is only ever moved by SQL arithmetic
-(``F()``), so concurrent writers cannot lose each other's increments.
+for the links and one counter update. ``mention_count`` is only ever moved by SQL arithmetic,
+with rows locked in id order, so concurrent writers neither lose each other's increments nor
+deadlock.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
 
 from banks.models import Entity, Memory
 
@@ -44,7 +44,11 @@ def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
         )
         linked = [row[0] for row in cursor.fetchall()]
     if linked:
-        Entity.objects.filter(pk__in=linked).update(mention_count=F("mention_count") + 1)
+        # Rows locked in id order: retains link entities concurrently, and two that lock the same
+        # entities in different orders would deadlock.
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE banks_entity SET mention_count = mention_count + 1 WHERE id IN "
+                           "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR UPDATE)", [sorted(linked)])
     return linked
 
 
@@ -53,8 +57,10 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]]) -> list[Enti
     wanted = _wanted(entities)
     if not wanted:
         return []
+    # Inserted in id order, for the same reason as the counts below (a new entity another writer is
+    # inserting makes this insert wait for it).
     Entity.objects.bulk_create(
-        [Entity(bank_id=memory.bank_id, entity_id=entity_id, **fields) for entity_id, fields in wanted.items()],
+        [Entity(bank_id=memory.bank_id, entity_id=entity_id, **wanted[entity_id]) for entity_id in sorted(wanted)],
         ignore_conflicts=True,
     )
     by_id = {e.entity_id: e for e in Entity.objects.filter(bank_id=memory.bank_id, entity_id__in=list(wanted))}

@@ -7,12 +7,13 @@ writes an audit event; the embedding always matches the current text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -22,7 +23,7 @@ from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
-from banks.vectors import distance_sql, nearest_rows, vector_literal, vector_scope
+from banks.vectors import distance_sql, enable_iterative_scan, nearest_rows, vector_literal, vector_scope
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
@@ -100,15 +101,21 @@ def stamp_author(metadata: dict[str, Any] | None, author: str | None) -> dict[st
     return metadata
 
 
-def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None
-                        ) -> tuple[str, float] | None:
-    """The most similar live memory of the bank and its cosine similarity."""
+NEAR_LOOK_LIMIT = 40
+
+
+def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
+                        scope: str | None = None, prepared: bool = False) -> tuple[str, float] | None:
+    """The most similar live memory of the bank and its cosine similarity.
+
+    ``scope`` (``vector_scope()``, read by the caller) and ``prepared`` (see ``nearest_rows``) let a
+    caller holding a lock make this one statement."""
     distance = distance_sql(dims)
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (
         f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
-        f"AND {vector_scope(bank.pk)} "
+        f"AND {scope or vector_scope(bank.pk)} "
         + ("AND id <> %s " if exclude_pk else "")
         + f"ORDER BY {distance}{{exact}} LIMIT 1"
     )
@@ -117,7 +124,7 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     if exclude_pk:
         params.append(exclude_pk)
     params.append(literal)
-    rows = nearest_rows(sql, lambda: params, limit=40)
+    rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared)
     row = rows[0] if rows else None
     return (row[0], float(row[1])) if row else None
 
@@ -187,22 +194,22 @@ def memory_retain(
                 embedding_model=embedder.name,
                 embedding_dims=embedder.dimensions,
             )
+            if entities:
+                attach_entities(memory, entities)
             _note_activity(bank, now)
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
-            # The decisive look comes last, under the bank's lock, so the lock is held for this look, the
-            # entity links and the commit, not for the insert and its index upkeep: a retain that
+            look = _near_look(bank, vector, embedder.dimensions, exclude_pk=memory.pk) if near_dedup else None
+            # The decisive look comes last, under the bank's lock, so the lock is held for one statement
+            # and the commit, not for the insert, its index upkeep and the entity links: a retain that
             # committed since the first look is seen now (our own row aside), and none can commit between
             # this look and ours. A duplicate of the same text never gets this far: the unique
             # constraint stops the insert above until the other writer ends, then refuses it.
             lock_bank_for_new_content(bank)
-            if near_dedup:
-                duplicate = _near_duplicate(bank, vector, embedder.dimensions, exclude_pk=memory.pk)
-                if duplicate:
-                    raise _Superseded(duplicate)
-            if entities:
-                attach_entities(memory, entities)
+            duplicate = look() if look else None
+            if duplicate:
+                raise _Superseded(duplicate)
     except _Superseded as superseded:
         return superseded.outcome
     except IntegrityError as exc:
@@ -245,9 +252,21 @@ def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
                          similarity=1.0, error="Duplicate content", retention_action="deduplicated")
 
 
-def _near_duplicate(bank: Bank, vector: list[float], dims: int, exclude_pk: int | None = None
-                    ) -> RetainOutcome | None:
-    nearest = nearest_live_memory(bank, vector, dims, exclude_pk=exclude_pk)
+def _near_duplicate(bank: Bank, vector: list[float], dims: int) -> RetainOutcome | None:
+    return _near_outcome(bank, nearest_live_memory(bank, vector, dims))
+
+
+def _near_look(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int) -> Callable[[], RetainOutcome | None]:
+    """The near-duplicate look, made ready in the caller's transaction (index scope read, iterative scan
+    set) so that, once the bank's lock is taken, it is a single statement."""
+    scope = vector_scope(bank.pk)
+    with connection.cursor() as cursor:
+        enable_iterative_scan(cursor, NEAR_LOOK_LIMIT)
+    return lambda: _near_outcome(bank, nearest_live_memory(bank, vector, dims, exclude_pk=exclude_pk, scope=scope,
+                                                           prepared=True))
+
+
+def _near_outcome(bank: Bank, nearest: tuple[str, float] | None) -> RetainOutcome | None:
     if not nearest or nearest[1] < bank.dedup_threshold:
         return None
     return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],

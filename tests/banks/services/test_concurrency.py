@@ -57,6 +57,23 @@ def test_concurrent_retains_count_every_entity_mention():
     assert alice.mention_count == THREADS
 
 
+def test_concurrent_retains_naming_the_same_new_entities_in_opposite_orders_neither_deadlock_nor_miscount():
+    bank = _bank("race-entity-order")
+    names = ["Alice", "Bruno", "Chen", "Dana"]
+
+    def retain(i: int):
+        ordered = names if i % 2 else names[::-1]
+        return memory_retain(bank=bank, text=f"Planning meeting number {i} about topic {i * 7919}.", actor="test",
+                             near_dedup=False, entities=[{"name": n} for n in ordered])
+
+    _, errors = run_in_threads(THREADS, retain)
+
+    assert errors == [None] * THREADS
+    counts = dict(Entity.objects.filter(bank=bank).values_list("entity_id", "mention_count"))
+    assert counts == {n.lower(): THREADS for n in names}
+    assert MemoryEntity.objects.filter(memory__bank=bank).count() == THREADS * len(names)
+
+
 def test_a_merge_holds_no_row_lock_while_it_embeds_the_new_text(slow_embeddings: SlowProvider):
     bank = _bank("race-merge-lock", slow_embeddings.spec)
     a, b = (memory_retain(bank=bank, text=t, actor="test", near_dedup=False).memory_id
