@@ -10,7 +10,7 @@ token and a keep-alive connection and sends requests back to back: recall with
 probability --recall-share, retain otherwise. A warm-up (not counted) lets every web
 worker load the embedding model. Prints throughput, p50/p95/p99 per operation and
 errors by status, then checks in the database that every acknowledged retain is
-stored exactly once. Environment variables of `make run` (MEMORYHUB_WEB_WORKERS, ...)
+stored exactly once, and removes them (each run starts from the same bank). Environment variables of `make run` (MEMORYHUB_WEB_WORKERS, ...)
 pass through to the server.
 """
 
@@ -257,6 +257,8 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     bank, _ = Bank.objects.get_or_create(bank_id=f"load-{args.memories}")
+    # Left over from a run that stopped before its clean-up: the bank is its seed and nothing else.
+    Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed").delete()
     print(f"bank {bank.bank_id}: populating to {args.memories} memories", flush=True)
     populate(bank, args.memories)
     tokens = [token_create(name=f"load-bench-{i}", actor="load-bench",
@@ -278,6 +280,9 @@ def main() -> None:
     finally:
         stop_server(server)
     ok = verify(bank, results.acknowledged, results.merged)
+    # Every run starts from the same bank: what this run wrote goes once it has been checked.
+    removed, _ = Memory.objects.filter(bank=bank, memory_id__in=[m for m, _ in results.acknowledged]).delete()
+    print(f"removed the {removed} rows this run wrote (memories and their links); the bank is back to its seed")
     sys.exit(0 if ok else 1)
 
 
