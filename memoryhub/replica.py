@@ -4,24 +4,35 @@
 Only code that marks itself as tolerating lag reads from it: recall (``lagging_reads``) and the
 raw-SQL recall code through ``read_connection()``. Everything else (writes, curation after a save,
 retain's duplicate check) reads the primary, as does everything when no replica is configured.
+
+A replica that cannot be reached is not an outage: the read that met it runs again on the primary
+(``tolerates_lag``), and this process reads the primary for ``REPLICA_RETRY_SECONDS`` before it tries
+the replica again.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 REPLICA_ALIAS = "replica"
 # Apps whose rows a lagging read may come from; the cache table, sessions and users stay primary.
 ROUTED_APPS = frozenset({"banks"})
 
+REPLICA_RETRY_SECONDS = 30.0
+
+logger = logging.getLogger(__name__)
 _lag_tolerated: ContextVar[bool] = ContextVar("memoryhub_lag_tolerated", default=False)
+# Until when (time.monotonic()) this process reads the primary because the replica did not answer.
+_replica_down_until = 0.0
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -29,6 +40,31 @@ R = TypeVar("R")
 
 def replica_configured() -> bool:
     return REPLICA_ALIAS in connections.settings
+
+
+def replica_in_use() -> bool:
+    """A replica is configured and not set aside after a failure."""
+    return replica_configured() and time.monotonic() >= _replica_down_until
+
+
+def _replica_answers() -> bool:
+    replica = connections[REPLICA_ALIAS]
+    try:
+        replica.close_if_unusable_or_obsolete()
+        replica.ensure_connection()
+        return replica.is_usable()
+    except (OperationalError, InterfaceError):
+        return False
+
+
+def _set_replica_aside(exc: BaseException) -> None:
+    global _replica_down_until  # noqa: PLW0603  (one flag per process, on purpose)
+    _replica_down_until = time.monotonic() + REPLICA_RETRY_SECONDS
+    try:
+        connections[REPLICA_ALIAS].close()
+    except (OperationalError, InterfaceError):
+        pass
+    logger.warning("read replica unreachable (%s); reading the primary for %.0f s", exc, REPLICA_RETRY_SECONDS)
 
 
 @contextmanager
@@ -46,14 +82,22 @@ def tolerates_lag(func: Callable[P, R]) -> Callable[P, R]:
 
     @wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with lagging_reads():
-            return func(*args, **kwargs)
+        on_replica = replica_in_use()
+        try:
+            with lagging_reads():
+                return func(*args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            # The primary's own failures go up as they are (a 503); only a dead replica is stepped around.
+            if not on_replica or _replica_answers():
+                raise
+            _set_replica_aside(exc)
+        return func(*args, **kwargs)
 
     return wrapper
 
 
 def read_alias() -> str:
-    return REPLICA_ALIAS if _lag_tolerated.get() and replica_configured() else DEFAULT_DB_ALIAS
+    return REPLICA_ALIAS if _lag_tolerated.get() and replica_in_use() else DEFAULT_DB_ALIAS
 
 
 def read_connection() -> BaseDatabaseWrapper:
@@ -65,7 +109,7 @@ class ReplicaRouter:
     """Lag-tolerant reads of bank data to the replica; every write (and every other read) to the primary."""
 
     def db_for_read(self, model: type[Any], **hints: Any) -> str | None:
-        if model._meta.app_label in ROUTED_APPS and _lag_tolerated.get() and replica_configured():
+        if model._meta.app_label in ROUTED_APPS and _lag_tolerated.get() and replica_in_use():
             return REPLICA_ALIAS
         return None
 

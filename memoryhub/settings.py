@@ -128,6 +128,8 @@ if DATABASE_REPLICA_URL:
     DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL,
                                                  conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))
     DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    # A replica that does not answer is given up on quickly: recall then reads the primary.
+    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("MEMORYHUB_REPLICA_CONNECT_TIMEOUT", 3))
     # Tests read the test database through it rather than creating a second one.
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
 DATABASE_ROUTERS = ["memoryhub.replica.ReplicaRouter"]

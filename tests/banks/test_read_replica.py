@@ -129,3 +129,44 @@ def _superuser():  # noqa: ANN202
     from django.contrib.auth import get_user_model
 
     return get_user_model().objects.create_superuser(username="root-replica", password="pw-root-123")
+
+
+@pytest.fixture
+def dead_replica(replica_database: dict[str, Any]) -> Iterator[None]:
+    """DATABASE_REPLICA_URL naming a server that does not answer (nothing listens on port 1).
+
+    Swapped in after the test's transactions opened on both databases (and swapped back before they
+    are rolled back), so only a real connection attempt stands in its way."""
+    from memoryhub import replica
+
+    working = connections[REPLICA_ALIAS]
+    dead = copy.deepcopy(replica_database)
+    dead.update({"NAME": "nowhere", "HOST": "127.0.0.1", "PORT": "1"})
+    dead["OPTIONS"] = {**dead.get("OPTIONS", {}), "connect_timeout": 2}
+    connections.settings[REPLICA_ALIAS] = dead
+    connections[REPLICA_ALIAS] = connections.create_connection(REPLICA_ALIAS)
+    try:
+        yield
+    finally:
+        connections[REPLICA_ALIAS].close()
+        connections.settings[REPLICA_ALIAS] = replica_database
+        connections[REPLICA_ALIAS] = working
+        replica._replica_down_until = 0.0
+
+
+@pytest.mark.django_db(databases=[DEFAULT_DB_ALIAS, REPLICA_ALIAS])
+def test_an_unreachable_replica_is_stepped_around_and_set_aside(dead_replica, api, bank, caplog):
+    from memoryhub import replica
+
+    memory_retain(bank=bank, text=PRIMARY_TEXT, actor="test")
+    assert replica.replica_in_use()
+    # The recall that meets the dead replica is answered from the primary, not with a 503.
+    assert _recall_texts(api) == [PRIMARY_TEXT]
+    assert "read replica unreachable" in caplog.text
+    # And the replica is set aside for a while: the next recalls go straight to the primary.
+    assert not replica.replica_in_use()
+    with lagging_reads():
+        assert read_connection().alias == DEFAULT_DB_ALIAS
+    assert _recall_texts(api) == [PRIMARY_TEXT]
+    replica._replica_down_until = 0.0
+    assert replica.replica_in_use()  # tried again once the time is up
