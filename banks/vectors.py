@@ -109,16 +109,20 @@ def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
                    "set_config('hnsw.ef_search', %s, true)", [str(max(40, min(1000, limit)))])
 
 
-def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False
-                 ) -> list[tuple[Any, ...]]:
+def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False,
+                 wanted: int = 1) -> list[tuple[Any, ...]]:
     """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields nothing.
 
     ``sql_template`` has an ``{order}`` slot for the ORDER BY expression and ``params_for(order_sql)``
     gives the parameters. An approximate index can come back empty for a bank whose rows sit behind
     many dead or foreign entries in the graph; a bank that has rows then gets an exact answer.
 
+    ``wanted``: how many rows the query's LIMIT asks for. An approximate answer with fewer is checked
+    exactly, so a filtered search never returns fewer hits than exist: a selective filter (a rare tag,
+    a narrow time range) can leave the graph walk short of them when it gives up (``hnsw.max_scan_tuples``).
+
     ``prepared``: the caller's own transaction (on the primary) already ran ``enable_iterative_scan``;
-    the query runs there as it is, one statement (two when the index yields nothing).
+    the query runs there as it is, one statement (two when the index yields too few).
     """
     from django.db import connection as primary
     from django.db import transaction
@@ -127,17 +131,18 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
 
     if prepared:
         with primary.cursor() as cursor:
-            return _nearest_or_exact(cursor, sql_template, params_for)
+            return _nearest_or_exact(cursor, sql_template, params_for, wanted)
     connection = read_connection()
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
-        return _nearest_or_exact(cursor, sql_template, params_for)
+        return _nearest_or_exact(cursor, sql_template, params_for, wanted)
 
 
-def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]]) -> list[tuple[Any, ...]]:  # noqa: ANN001
+def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]],  # noqa: ANN001
+                      wanted: int) -> list[tuple[Any, ...]]:
     cursor.execute(sql_template.format(exact=""), params_for())
     rows = cursor.fetchall()
-    if not rows:
+    if len(rows) < wanted:
         # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
         cursor.execute(sql_template.format(exact=" + 0"), params_for())
         rows = cursor.fetchall()

@@ -91,7 +91,7 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
            f"AND m.embedding_model = %s AND {vector_scope(bank.pk, 'm')} ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
-                        limit=limit)
+                        limit=limit, wanted=limit)
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
 

@@ -200,3 +200,27 @@ def test_keyword_candidates_holding_more_question_words_are_scored_first(bank, m
     ids = dict(Memory.objects.filter(bank=bank).values_list("pk", "memory_id"))
     # Written last, behind 40 rows holding one of the words: a first-come sample of 20 would miss them.
     assert {ids[pk] for pk, _ in scored} == both
+
+
+def test_a_filtered_semantic_search_never_comes_back_short_when_more_rows_match(bank, monkeypatch):
+    from banks import vectors
+
+    for i in range(120):
+        memory_retain(bank=bank, text=f"Routine note {i} about the office plants.", actor="test", near_dedup=False,
+                      tags=["rare"] if i % 40 == 0 else ["common"])
+    real = vectors.enable_iterative_scan
+
+    def give_up_early(cursor, limit):  # noqa: ANN001
+        real(cursor, limit)
+        # The graph walk gives up after a few rows, as it does on a huge bank with a rare tag (and is
+        # chosen although the bank is small enough to sort whole).
+        cursor.execute("SET LOCAL hnsw.max_scan_tuples = 5")
+        cursor.execute("SET LOCAL hnsw.ef_search = 1")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
+
+    monkeypatch.setattr(vectors, "enable_iterative_scan", give_up_early)
+    hits, *_ = recall_memories(bank, "office plants", arms=("semantic",), max_results=10,
+                               filters=RecallFilters(tags=["rare"]))
+    assert sorted(h.text for h in hits) == [f"Routine note {i} about the office plants." for i in (0, 40, 80)]
