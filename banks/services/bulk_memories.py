@@ -103,3 +103,16 @@ def write_memory_rows(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) ->
             f"INSERT INTO banks_memory ({columns}, own_vector_index) "  # noqa: S608
             f"SELECT {columns}, %s FROM memory_bulk_staging ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
         return {memory_id: pk for memory_id, pk in cursor.fetchall()}
+
+
+def memory_statistics_refresh() -> None:
+    """ANALYZE the memory table and its links after a bulk load.
+
+    A bank that just grew by tens of thousands of rows (or a million) changes what the planner should
+    do for it (which index, how many rows a filter keeps); autovacuum gets there eventually, the
+    queries right after the load would run on the old picture. ANALYZE reads a sample (30,000 rows at
+    the default statistics target), so it costs about a second at any size.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+        cursor.execute("ANALYZE banks_memoryentity")

@@ -26,7 +26,7 @@ from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory, MemoryEntity
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
-from banks.services.bulk_memories import MemoryRow, write_memory_rows
+from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
@@ -375,6 +375,8 @@ def archive_import(
             # Batches are committed and searchable by keyword already; semantic recall is exact until this ends.
             bank_vector_index_build(bank)
         report.unresolved_links = links_unresolved(bank)
+        if importer.big:
+            memory_statistics_refresh()
     # Bad lines are found while reading, duplicates while classifying: report them in file order.
     report.errors.sort(key=lambda e: (0, e["line"], "") if isinstance(e["line"], int) else (1, 0, str(e["line"])))
     if not dry_run:

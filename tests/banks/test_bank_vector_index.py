@@ -251,3 +251,22 @@ def test_the_near_duplicate_scan_searches_the_index_that_holds_the_banks_rows(ma
         assert bank_index_name(big.pk) in scan_plan(big)
         assert "memory_hnsw_384" in scan_plan(small)
         cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_import_refreshes_the_planners_statistics(make_bank, small_threshold, tmp_path):
+    def banks_the_planner_knows() -> str:
+        # Column statistics come from ANALYZE only (an index build refreshes the row count, not these).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT coalesce(most_common_vals::text, '') FROM pg_stats "
+                           "WHERE tablename = 'banks_memory' AND attname = 'bank_id'")
+            row = cursor.fetchone()
+            return row[0] if row else ""
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")  # the picture before: an empty table
+    assert banks_the_planner_knows() == ""
+    big = make_bank("big")
+    write_archive(tmp_path / "big.jsonl", 400)
+    import_file(big, tmp_path / "big.jsonl")
+    assert banks_the_planner_knows() == f"{{{big.pk}}}"
