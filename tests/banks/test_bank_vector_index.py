@@ -264,9 +264,8 @@ def test_a_big_import_refreshes_the_planners_statistics(make_bank, small_thresho
             return row[0] if row else ""
 
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE banks_memory")  # the picture before: an empty table
-    assert banks_the_planner_knows() == ""
+        cursor.execute("ANALYZE banks_memory")  # the picture before: the bank does not exist yet
     big = make_bank("big")
     write_archive(tmp_path / "big.jsonl", 400)
     import_file(big, tmp_path / "big.jsonl")
-    assert banks_the_planner_knows() == f"{{{big.pk}}}"
+    assert str(big.pk) in banks_the_planner_knows().strip("{}").split(",")
