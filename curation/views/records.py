@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from banks.access import PERMISSIONS
 from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
+from banks.selectors.audit import with_target_preview
 from banks.selectors.ego import ego_graph
 from banks.selectors.graph import graph_search
 from banks.selectors.memories import bounded_count
@@ -117,7 +118,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         # Keyset on (created_at, id), the page's order: the bound on created_at is an index condition,
         # so a page deep in a long log starts where the last one stopped instead of walking to it.
         rows = rows.filter(created_at__lte=cursor).filter(Q(created_at__lt=cursor) | Q(id__lt=int(before)))
-    page = list(rows[:101])
+    page = list(with_target_preview(rows)[:101])
     return render(request, "curation/audit.html", {"events": page[:100], "more": len(page) > 100,
                                                    "next": page[99].pk if len(page) > 100 else None,
                                                    "params": request.GET, "tab": "audit"})

@@ -33,3 +33,16 @@ def test_older_pages_show_every_event_once_in_order(bank, django_user_model):
     expected = [e.target_ids[0] for e in AuditEvent.objects.filter(bank=bank, action="memory.retain")
                 .order_by("-created_at", "-id")]
     assert seen == expected and len(set(seen)) == 260
+
+
+def test_an_event_naming_thousands_of_memories_shows_the_first_few_and_how_many_more(bank, django_user_model):
+    AuditEvent.objects.create(bank=bank, bank_ref=bank.bank_id, actor="test", action="bank.import",
+                              target_ids=[f"imp{i:05d}" for i in range(3000)])
+    AuditEvent.objects.create(bank=bank, bank_ref=bank.bank_id, actor="test", action="memory.retain",
+                              target_ids=["solo01"])
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    page = client.get(f"/audit/?bank={bank.bank_id}").content.decode()
+    assert "imp00000, imp00001" in page and "+2995 more" in page
+    assert "imp00005" not in page  # the rest stay in the event (and the CSV), not on the page
+    assert "solo01" in page and page.count(" more</span>") == 1
