@@ -157,6 +157,18 @@ def _cached(spec: str, url: str, timeout: float) -> Embedder:
     return build_embedder(spec)
 
 
+def embedder_spec(embedder: Embedder) -> str | None:
+    """The provider spec that builds ``embedder`` again (what a bank is pinned to), from its model name."""
+    name = embedder.name
+    if name.startswith("hashing-"):
+        return "hashing:" + name.removeprefix("hashing-")
+    if name == "all-MiniLM-L6-v2":
+        return "minilm"
+    if name.startswith(("sentence-transformers:", "openai:")):
+        return name
+    return None
+
+
 def get_embedder(spec: str | None = None) -> Embedder:
     spec = spec or settings.MEMORYHUB_EMBEDDINGS
     return _cached(spec, settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_PROVIDER_TIMEOUT)

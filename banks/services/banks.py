@@ -7,6 +7,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from banks.models import Bank, BankMembership, Job
+from banks.providers.embeddings import Embedder, embedder_spec
 from banks.services.audit import audit_record
 from banks.services.bank_removal import bank_hide, bank_removal_start, bank_remove_rows, sync_limit
 from banks.services.holds import ensure_not_held
@@ -107,3 +108,19 @@ def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "", mode:
         return bank_removal_start(bank=bank, actor=actor, reason=reason, memory_count=count)
     bank_remove_rows(bank=bank, actor=actor, reason=reason)
     return None
+
+
+def bank_embedder_pin(bank: Bank, embedder: Embedder) -> None:
+    """Pin an unpinned bank to the model its first memories are embedded with.
+
+    An unpinned bank follows the server's default model. If that default changed after the bank
+    had vectors, every recall would find none of them, and the exact fallback would scan the whole
+    bank to find nothing. Called by the first writes (retain, import); a pinned bank is left alone,
+    and moving a bank to another model is the re-embed job.
+    """
+    if bank.embedding_provider:
+        return
+    spec = embedder_spec(embedder)
+    if spec and Bank.objects.filter(pk=bank.pk, embedding_provider="").update(embedding_provider=spec):
+        bank.embedding_provider = spec
+

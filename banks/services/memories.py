@@ -21,6 +21,7 @@ from banks.content import clean_metadata, content_hash, metadata_size, new_memor
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
+from banks.services.banks import bank_embedder_pin
 from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
 from banks.vectors import distance_sql, enable_iterative_scan, nearest_rows, vector_literal, vector_scope
@@ -197,6 +198,7 @@ def memory_retain(
             if entities:
                 attach_entities(memory, entities)
             _note_activity(bank, now)
+            bank_embedder_pin(bank, embedder)
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)

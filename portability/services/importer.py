@@ -26,6 +26,7 @@ from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory, MemoryEntity
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
+from banks.services.banks import bank_embedder_pin
 from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
@@ -361,6 +362,7 @@ def archive_import(
         # Written first, so rows of a batch that commits before a crash always sit under an import record.
         audit_record(actor=actor, action="bank.import.start", bank=bank,
                      details={"on_conflict": on_conflict, "source": source_label})
+        bank_embedder_pin(bank, importer.embedder)
         build_index = bank_vector_index_prepare(bank, incoming=max(0, (expected or 0) - skip_records))
         # Embedding slower than storing: store every batch now (keyword-searchable at once), vectors after.
         importer.defer = build_index and defer_vectors(importer.embedder)

@@ -224,3 +224,36 @@ def test_a_filtered_semantic_search_never_comes_back_short_when_more_rows_match(
     hits, *_ = recall_memories(bank, "office plants", arms=("semantic",), max_results=10,
                                filters=RecallFilters(tags=["rare"]))
     assert sorted(h.text for h in hits) == [f"Routine note {i} about the office plants." for i in (0, 40, 80)]
+
+
+def test_a_banks_first_memory_pins_its_model_so_a_new_server_default_leaves_it_searchable(make_bank, settings):
+    bank = make_bank("pins-on-first-write")
+    assert bank.embedding_provider == ""
+    memory_retain(bank=bank, text="Alice plays the cello on Sundays.", actor="test")
+    bank.refresh_from_db()
+    assert bank.embedding_provider == "hashing:384"
+    embeddings_module._cached.cache_clear()
+    settings.MEMORYHUB_EMBEDDINGS = "hashing:256"  # the operator changes the default later
+    try:
+        hits, *_ = recall_memories(Bank.objects.get(pk=bank.pk), "cello on Sundays", arms=("semantic",))
+        assert [h.text for h in hits] == ["Alice plays the cello on Sundays."]
+        fresh = make_bank("after-the-change")
+        memory_retain(bank=fresh, text="Bruno repairs bicycles.", actor="test")
+        fresh.refresh_from_db()
+        assert fresh.embedding_provider == "hashing:256"
+    finally:
+        embeddings_module._cached.cache_clear()
+
+
+@pytest.mark.parametrize(("spec", "dims"), [("hashing:384", 384), ("hashing:64", 64)])
+def test_an_embedders_spec_builds_it_again(spec, dims):
+    from banks.providers.embeddings import embedder_spec
+
+    embedder = build_embedder(spec)
+    assert embedder_spec(embedder) == spec and build_embedder(embedder_spec(embedder)).dimensions == dims
+
+
+def test_the_packaged_models_spec_is_minilm(minilm):
+    from banks.providers.embeddings import embedder_spec
+
+    assert embedder_spec(minilm) == "minilm"
