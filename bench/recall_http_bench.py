@@ -44,6 +44,11 @@ from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
 from banks.selectors.recall import RecallFilters  # noqa: E402
 from banks.services.bulk_memories import MemoryRow, write_memory_rows  # noqa: E402
+from banks.services.vector_indexes import (  # noqa: E402
+    bank_loading,
+    bank_vector_index_build,
+    bank_vector_index_prepare,
+)
 
 VOCAB = [f"w{i}" for i in range(5000)]
 TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
@@ -59,10 +64,20 @@ def tenant_sizes(total: int, banks: int) -> list[int]:
 
 
 def populate(bank: Bank, n: int, seed: int = 1) -> None:
-    """Bring the bank to ``n`` memories through the bulk writer (COPY + one INSERT per batch)."""
+    """Bring the bank to ``n`` memories through the bulk writer (COPY + one INSERT per batch), as an import
+    of that size would: a bank taking MEMORYHUB_OWN_VECTOR_INDEX_MIN or more moves onto its own HNSW
+    index, built after the load; smaller ones go into the shared index row by row."""
     have = Memory.objects.filter(bank=bank).count()
     if have >= n:
         return
+    build = bank_vector_index_prepare(bank, incoming=n - have)
+    with bank_loading(bank):
+        _load(bank, have, n, seed)
+    if build or bank.own_vector_index:
+        bank_vector_index_build(bank)
+
+
+def _load(bank: Bank, have: int, n: int, seed: int) -> None:
     rng = random.Random(seed + have)
     embedder = get_embedder()
     now = timezone.now()
