@@ -118,11 +118,12 @@ def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int
             counts[lexeme] = known
     if not unknown:
         return counts
+    # Each lexeme counted with the very tsquery that selects and scores it (tsquery_literal).
     cursor.execute(
-        "SELECT l, (SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
-        "AND search_vector @@ plainto_tsquery('simple', l) AND archived_at IS NULL AND forgotten_at IS NULL "
-        "LIMIT %s) s) FROM unnest(%s::text[]) AS l",
-        [bank.pk, COMMON_DF + 1, unknown],
+        "SELECT l.lexeme, (SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
+        "AND search_vector @@ l.query::tsquery AND archived_at IS NULL AND forgotten_at IS NULL "
+        "LIMIT %s) s) FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query)",
+        [bank.pk, COMMON_DF + 1, unknown, [tsquery_literal(lx) for lx in unknown]],
     )
     counted = {lexeme: int(n) for lexeme, n in cursor.fetchall()}
     if any(n > COMMON_DF for n in counted.values()):

@@ -241,6 +241,8 @@ ACTIVITY_RESOLUTION = timedelta(minutes=1)
 
 
 def _note_activity(bank: Bank, now: datetime) -> None:
+    if bank.last_activity_at is not None and bank.last_activity_at >= now - ACTIVITY_RESOLUTION:
+        return  # as loaded for this request: written within the minute, no statement needed
     Bank.objects.filter(pk=bank.pk).filter(
         Q(last_activity_at__isnull=True) | Q(last_activity_at__lt=now - ACTIVITY_RESOLUTION)
     ).update(last_activity_at=now)
