@@ -47,20 +47,25 @@ def bank_index_sql(bank_pk: int, dims: int, *, concurrently: bool) -> str:
             f"WHERE bank_id = {int(bank_pk)} AND embedding_dims = {int(dims)} AND own_vector_index")
 
 
-def vector_scope(bank_pk: int, alias: str = "") -> str:
+def vector_scope(bank_pk: int, alias: str = "", *, own: bool | None = None) -> str:
     """The clause that sends a memory vector search of bank ``bank_pk`` to the index holding its rows.
 
-    Read fresh each time (not from a Bank object loaded earlier): a bank can move to its own index
-    while a long-lived object still says otherwise, and the wrong clause would find none of its rows.
-    The bank id is written as a literal so the partial index matches even with server-side binding.
+    ``own``: the bank's ``own_vector_index`` as read within the caller's request (a Bank loaded for it,
+    or the flag a row's insert returned); without it the flag is read now. A bank never moves back to
+    the shared index, so a flag read a moment ago that says ``own`` is still right; one that says
+    ``shared`` may be stale by a moment, and ``nearest_rows`` then still answers exactly (its exact
+    pass leaves the scope out). The bank id is written as a literal so the partial index matches even
+    with server-side binding.
     """
-    from django.db import connection
+    if own is None:
+        from django.db import connection
 
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s", [bank_pk])
+            row = cursor.fetchone()
+        own = bool(row and row[0])
     prefix = f"{alias}." if alias else ""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s", [bank_pk])
-        row = cursor.fetchone()
-    if row and row[0]:
+    if own:
         return f"{prefix}bank_id = {int(bank_pk)} AND {prefix}own_vector_index"
     return f"NOT {prefix}own_vector_index"
 
@@ -69,10 +74,14 @@ def vector_scope(bank_pk: int, alias: str = "") -> str:
 INDEX_SHARED, INDEX_OWN, INDEX_BUILDING = "shared", "own", "building"
 
 
-def vector_index_state(bank_pk: int) -> str:
-    """``shared``, ``own`` (the bank's index is ready) or ``building`` (searches on it are exact meanwhile)."""
+def vector_index_state(bank_pk: int, *, own: bool | None = None) -> str:
+    """``shared``, ``own`` (the bank's index is ready) or ``building`` (searches on it are exact meanwhile).
+
+    ``own``: as in ``vector_scope``; a bank on the shared index then costs no statement."""
     from django.db import connection
 
+    if own is False:
+        return INDEX_SHARED
     with connection.cursor() as cursor:
         cursor.execute("SELECT b.own_vector_index, i.indisvalid AND i.indisready FROM banks_bank b "
                        "LEFT JOIN pg_index i ON i.indexrelid = to_regclass(%s) WHERE b.id = %s",
@@ -94,8 +103,13 @@ def vectors_pending(bank_pk: int) -> int:
         return int(cursor.fetchone()[0])
 
 
-__all__ = ["INDEX_BUILDING", "INDEX_OWN", "INDEX_SHARED", "INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql", "distance_sql", "hnsw_index_sql",
-           "vector_index_state", "vector_literal", "vector_scope", "vectors_pending"]
+__all__ = ["INDEX_BUILDING", "INDEX_OWN", "INDEX_SHARED", "INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql",
+           "distance_sql", "ef_search_for", "enable_iterative_scan", "hnsw_index_sql", "nearest_rows",
+           "prepare_graph_walk", "vector_index_state", "vector_literal", "vector_scope", "vectors_pending"]
+
+
+def ef_search_for(limit: int) -> int:
+    return max(40, min(1000, limit))
 
 
 def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
@@ -106,24 +120,68 @@ def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
     """
     # One round trip for both (set_config(..., true) is SET LOCAL).
     cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                   "set_config('hnsw.ef_search', %s, true)", [str(max(40, min(1000, limit)))])
+                   "set_config('hnsw.ef_search', %s, true)", [str(ef_search_for(limit))])
+
+
+# The ef_search a connection's session walks with, kept on the psycopg connection object (a new
+# connection starts without it). Set once per connection instead of per query: that was three round
+# trips (BEGIN, SET LOCAL, COMMIT) on every recall and near-duplicate look.
+_SESSION_EF = "_memoryhub_hnsw_ef_search"
+
+
+def _session_ef(connection) -> int | None:  # noqa: ANN001
+    raw = connection.connection
+    return getattr(raw, _SESSION_EF, None) if raw is not None else None
+
+
+def _walk_ready(connection, limit: int) -> bool:  # noqa: ANN001
+    """Whether the session already walks the graph iteratively with an ef_search fit for ``limit``
+    (at least what it asks for, and not wastefully more)."""
+    ef, wanted = _session_ef(connection), ef_search_for(limit)
+    return ef is not None and wanted <= ef <= max(2 * wanted, 100)
+
+
+def prepare_graph_walk(connection, cursor, limit: int) -> None:  # noqa: ANN001
+    """Make the next nearest-neighbour query on ``connection`` walk the graph iteratively (see
+    ``enable_iterative_scan``), with no statement when its session already does.
+
+    Outside a transaction the settings are made for the session and remembered; inside one they are
+    SET LOCAL, since a session-level change made in a transaction that rolls back is undone with it.
+    Behind a transaction-pooling proxy (MEMORYHUB_DB_SESSION_SETTINGS off) every query sets them in
+    its own transaction, as sessions there are not the client's.
+    """
+    from django.conf import settings
+
+    if _walk_ready(connection, limit):
+        return
+    if connection.in_atomic_block or not settings.MEMORYHUB_DB_SESSION_SETTINGS:
+        enable_iterative_scan(cursor, limit)
+        return
+    ef = ef_search_for(limit)
+    cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+                   "set_config('hnsw.ef_search', %s, false)", [str(ef)])
+    setattr(connection.connection, _SESSION_EF, ef)
 
 
 def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False,
-                 wanted: int = 1) -> list[tuple[Any, ...]]:
-    """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields nothing.
+                 wanted: int = 1, scope: str = "TRUE") -> list[tuple[Any, ...]]:
+    """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields too few rows.
 
-    ``sql_template`` has an ``{order}`` slot for the ORDER BY expression and ``params_for(order_sql)``
-    gives the parameters. An approximate index can come back empty for a bank whose rows sit behind
-    many dead or foreign entries in the graph; a bank that has rows then gets an exact answer.
+    ``sql_template`` has an ``{exact}`` slot after the ORDER BY expression and a ``{scope}`` slot for
+    the ``vector_scope()`` clause given as ``scope``; ``params_for()`` gives the parameters. An
+    approximate index can come back empty for a bank whose rows sit behind many dead or foreign
+    entries in the graph; a bank that has rows then gets an exact answer.
 
     ``wanted``: how many rows the query's LIMIT asks for. An approximate answer with fewer is checked
     exactly, so a filtered search never returns fewer hits than exist: a selective filter (a rare tag,
     a narrow time range) can leave the graph walk short of them when it gives up (``hnsw.max_scan_tuples``).
+    The exact pass leaves the scope out (it only picks an index), so a scope read a moment before the
+    bank moved to its own index still finds its rows.
 
-    ``prepared``: the caller's own transaction (on the primary) already ran ``enable_iterative_scan``;
+    ``prepared``: the caller's own transaction (on the primary) already ran ``prepare_graph_walk``;
     the query runs there as it is, one statement (two when the index yields too few).
     """
+    from django.conf import settings
     from django.db import connection as primary
     from django.db import transaction
 
@@ -131,19 +189,23 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
 
     if prepared:
         with primary.cursor() as cursor:
-            return _nearest_or_exact(cursor, sql_template, params_for, wanted)
+            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
     connection = read_connection()
+    if connection.in_atomic_block or settings.MEMORYHUB_DB_SESSION_SETTINGS:
+        with connection.cursor() as cursor:
+            prepare_graph_walk(connection, cursor, limit)
+            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
-        return _nearest_or_exact(cursor, sql_template, params_for, wanted)
+        return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
 
 
 def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]],  # noqa: ANN001
-                      wanted: int) -> list[tuple[Any, ...]]:
-    cursor.execute(sql_template.format(exact=""), params_for())
+                      wanted: int, scope: str) -> list[tuple[Any, ...]]:
+    cursor.execute(sql_template.format(exact="", scope=scope), params_for())
     rows = cursor.fetchall()
     if len(rows) < wanted:
         # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
-        cursor.execute(sql_template.format(exact=" + 0"), params_for())
+        cursor.execute(sql_template.format(exact=" + 0", scope="TRUE"), params_for())
         rows = cursor.fetchall()
     return rows

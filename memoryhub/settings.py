@@ -133,6 +133,10 @@ if DATABASE_REPLICA_URL:
     # Tests read the test database through it rather than creating a second one.
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
 DATABASE_ROUTERS = ["memoryhub.replica.ReplicaRouter"]
+# Settings a query needs (the HNSW graph walk) are kept on the database session, set once per
+# connection. Turn off behind a transaction-pooling proxy (PgBouncer pool_mode=transaction), where a
+# session is not the client's: each query then sets them in its own transaction.
+MEMORYHUB_DB_SESSION_SETTINGS = env_bool("MEMORYHUB_DB_SESSION_SETTINGS", True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -11,6 +11,7 @@ Directives and observations can be layered on top by the live-memory selectors.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from django.utils import timezone
 
 from banks.content import estimate_tokens
-from banks.models import Bank, Memory
+from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
@@ -42,8 +43,9 @@ from memoryhub.replica import read_connection, tolerates_lag
 __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
            "recall_memories"]
 
-# Columns a hit never shows: vectors stay in the database.
-_UNSHOWN = ("embedding", "search_vector")
+# What a hit shows of a memory row (vectors stay in the database), read without the ORM: composing
+# that query cost more than running it, on every recall.
+_HIT_COLUMNS = "id, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer"
 
 
 def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[str, list[Any]]:
@@ -87,11 +89,12 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
     # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
-    # {scope} picks the shared HNSW index or the bank's own (banks.vectors.vector_scope).
+    # {scope} picks the shared HNSW index or the bank's own (banks.vectors.vector_scope), from the flag
+    # of the bank as this request loaded it.
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
-           f"AND m.embedding_model = %s AND {vector_scope(bank.pk, 'm')} ORDER BY {distance}{{exact}} LIMIT %s")
+           f"AND m.embedding_model = %s AND {{scope}} ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
-                        limit=limit, wanted=limit)
+                        limit=limit, wanted=limit, scope=vector_scope(bank.pk, "m", own=bank.own_vector_index))
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
 
@@ -138,13 +141,24 @@ def _temporal(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
 ARMS = {"semantic": _semantic, "keyword": _keyword, "graph": _graph, "temporal": _temporal}
 
 
-def hit_from_memory(memory: Memory, score: float, bank_id: str, strategies: list[str] | None = None) -> RecallHit:
-    """A hit from a row loaded without its vectors (``Memory.objects.defer(*_UNSHOWN)``)."""
+def hit_rows(pks: list[int]) -> dict[int, tuple[Any, ...]]:
+    """The rows of ``pks`` as ``hit_from_row`` reads them, by primary key."""
+    if not pks:
+        return {}
+    with read_connection().cursor() as cursor:
+        cursor.execute(f"SELECT {_HIT_COLUMNS} FROM banks_memory WHERE id = ANY(%s)", [pks])  # noqa: S608
+        return {row[0]: row for row in cursor.fetchall()}
+
+
+def hit_from_row(row: tuple[Any, ...], score: float, bank_id: str, strategies: list[str] | None = None) -> RecallHit:
+    """A hit from a row of ``hit_rows`` (columns ``_HIT_COLUMNS``)."""
+    _, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer = row
+    if isinstance(metadata, str):  # jsonb arrives as text on Django's connections
+        metadata = json.loads(metadata)
     return RecallHit(
-        memory_id=memory.memory_id, text=memory.text, score=round(score, 6), bank_id=bank_id,
-        fact_type=memory.fact_type, metadata=memory.metadata or {}, tags=list(memory.tags or []),
-        occurred_at=memory.occurred_at, retained_at=memory.retained_at, source=memory.source,
-        memory_layer=memory.memory_layer, layer=memory.memory_layer or "fact", strategies=strategies or [],
+        memory_id=memory_id, text=text, score=round(score, 6), bank_id=bank_id, fact_type=fact_type,
+        metadata=metadata or {}, tags=list(tags or []), occurred_at=occurred_at, retained_at=retained_at,
+        source=source, memory_layer=memory_layer, layer=memory_layer or "fact", strategies=strategies or [],
     )
 
 
@@ -202,7 +216,8 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    if ("semantic" in arms or "temporal" in ranked) and (state := vector_index_state(bank.pk)) != INDEX_SHARED:
+    if ("semantic" in arms or "temporal" in ranked) and (
+            state := vector_index_state(bank.pk, own=bank.own_vector_index)) != INDEX_SHARED:
         trace.vector_index = state
         trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
@@ -216,15 +231,15 @@ def recall_memories(
             trace.strategy_timings_ms["rerank"] = rerank_note["latency_ms"]
     top = fused[:max_results]
     started = time.perf_counter()
-    rows_by_pk = Memory.objects.defer(*_UNSHOWN).in_bulk([f.pk for f in top])
+    rows_by_pk = hit_rows([f.pk for f in top])
     trace.strategy_timings_ms["load"] = round((time.perf_counter() - started) * 1000, 3)
     hits: list[RecallHit] = []
     for rank, item in enumerate(top, start=1):
-        memory = rows_by_pk.get(item.pk)
-        if memory is None:
+        row = rows_by_pk.get(item.pk)
+        if row is None:
             continue
         again = reranked.get(item.pk)
-        hit = hit_from_memory(memory, again.score if again else item.score, bank.bank_id, list(item.arm_ranks))
+        hit = hit_from_row(row, again.score if again else item.score, bank.bank_id, list(item.arm_ranks))
         hit.arm_ranks, hit.fused_score = dict(item.arm_ranks), round(item.score, 6)
         hit.fused_rank = fused_ranks.get(item.pk, rank)
         if again is not None:
