@@ -41,9 +41,9 @@ def mental_model(model: MentalModel) -> dict[str, Any]:
 
 
 def directive(model: MentalModel) -> dict[str, Any]:
-    from banks.selectors.live_layers import _rule_text
+    from banks.selectors.live_layers import rule_text
 
-    return {**mental_model(model), "rule_text": _rule_text(model)}
+    return {**mental_model(model), "rule_text": rule_text(model.structured_doc, model.content)}
 
 
 def revision(row: MentalModelRevision, *, full: bool = True) -> dict[str, Any]:

@@ -6,12 +6,14 @@ Directives of the bank that are active and in scope come first (layer
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from django.db import transaction
 
-from banks.models import Bank, MentalModel, Observation
+from banks.models import Bank, Observation
+from banks.models.live import MentalModelKind
 from banks.providers import bank_embedder
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
@@ -33,16 +35,14 @@ def add_live_layers(
 ) -> tuple[list[RecallHit], int]:
     front: list[RecallHit] = []
     if include_directives:
-        directives = (MentalModel.objects.live().directives().filter(bank=bank, is_active=True)
-                      .order_by("-priority", "created_at"))
-        for directive in directives:
-            if not directive_in_scope(directive.scope, filters):
+        for model_id, scope, revision, refreshed_at, doc, content in _active_directives(bank):
+            if not directive_in_scope(scope, filters):
                 continue
             front.append(RecallHit(
-                memory_id=directive.model_id, text=_rule_text(directive), score=1.0, bank_id=bank.bank_id,
-                fact_type="directive", metadata={"scope": directive.scope, "revision": directive.revision},
+                memory_id=model_id, text=rule_text(doc, content), score=1.0, bank_id=bank.bank_id,
+                fact_type="directive", metadata={"scope": scope, "revision": revision},
                 memory_layer="directive", layer="directive", strategies=["directive"],
-                retained_at=directive.refreshed_at,
+                retained_at=refreshed_at,
             ))
         if front:
             trace.strategies_used.insert(0, "directive")
@@ -91,10 +91,24 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
     return hits
 
 
-def _rule_text(directive: MentalModel) -> str:
-    doc = directive.structured_doc or {}
-    for section in doc.get("sections", []):
+def _active_directives(bank: Bank) -> list[tuple[Any, ...]]:
+    """(model_id, scope, revision, refreshed_at, structured_doc, content) of the bank's active
+    directives, highest priority first: every recall asks, so the query is written out rather than
+    composed by the ORM each time."""
+    if bank.pk is None:
+        return []
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT model_id, scope, revision, refreshed_at, structured_doc, content "
+                       "FROM banks_mentalmodel WHERE bank_id = %s AND kind = %s AND is_active "
+                       "AND deleted_at IS NULL ORDER BY priority DESC, created_at", [bank.pk, MentalModelKind.DIRECTIVE])
+        return cursor.fetchall()
+
+
+def rule_text(structured_doc: Any, content: str) -> str:
+    """A directive's rule: the first paragraph of its document, else its content."""
+    doc = json.loads(structured_doc) if isinstance(structured_doc, str) else (structured_doc or {})
+    for section in (doc or {}).get("sections", []):
         for block in section.get("blocks", []):
             if block.get("type") == "paragraph" and block.get("text"):
                 return str(block["text"])
-    return directive.content.strip()
+    return (content or "").strip()

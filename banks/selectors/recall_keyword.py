@@ -54,19 +54,28 @@ def keyword_query_text(query: str) -> str:
 
 
 def query_lexemes(cursor: Any, query: str, search_config: str = config_name(None)) -> list[str]:
-    """The question's lexemes through the same configuration as the bank's rows (stemmed, unaccented)."""
-    words = " ".join(_WORD.findall(query))
+    """The question's lexemes through the same configuration as the bank's rows (stemmed, unaccented).
+
+    Kept per word (the parser reads each word on its own once punctuation is gone), so a question made
+    of words seen before needs no statement."""
+    words = list(dict.fromkeys(_WORD.findall(query)))
     if not words:
         return []
-    key = (search_config, words)
-    known = _LEXEMES.get(key)
-    if known is not None:
-        return list(known)
-    cursor.execute("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s))))",
-                   [search_config, words])
-    lexemes = list(cursor.fetchone()[0] or [])
-    _LEXEMES.set(key, tuple(lexemes))
-    return lexemes
+    known: dict[str, tuple[str, ...]] = {}
+    unknown: list[str] = []
+    for word in words:
+        lexemes = _LEXEMES.get((search_config, word))
+        if lexemes is None:
+            unknown.append(word)
+        else:
+            known[word] = lexemes
+    if unknown:
+        cursor.execute("SELECT w, array(SELECT unnest(tsvector_to_array(to_tsvector(%s::regconfig, w)))) "
+                       "FROM unnest(%s::text[]) AS w", [search_config, unknown])
+        for word, lexemes in cursor.fetchall():
+            known[word] = tuple(lexemes or ())
+            _LEXEMES.set((search_config, word), known[word])
+    return list(dict.fromkeys(lexeme for word in words for lexeme in known[word]))
 
 
 def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:

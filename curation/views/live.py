@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from banks.live.structured_doc import load_document, parse_markdown
 from banks.models import Bank, MentalModel
-from banks.selectors.live_layers import _rule_text
+from banks.selectors.live_layers import rule_text
 from banks.selectors.mental_models import mental_model_list, revision_diff, revision_list
 from banks.selectors.observations import observation_list
 from banks.services.directives import directive_create, directive_update
@@ -171,7 +171,7 @@ def model_action(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespo
 
 def _directives_page(request: HttpRequest, bank: Bank, form: DirectiveForm | None = None,
                      status: int = 200) -> HttpResponse:
-    rows = [{"model": d, "rule": _rule_text(d)}
+    rows = [{"model": d, "rule": rule_text(d.structured_doc, d.content)}
             for d in MentalModel.objects.filter(bank=bank, kind=DIRECTIVE, deleted_at__isnull=True)
             .order_by("-is_active", "-priority", "created_at")[:500]]
     return render(request, "curation/directives.html", {"bank": bank, "rows": rows, "tab": "directives",
