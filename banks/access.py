@@ -19,6 +19,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 
 from banks.models import Bank, BankMembership, BankRole
+from banks.models.rows import first_row
 from memoryhub.errors import AccessDenied, BankNotFound, InvalidInput
 from memoryhub.input_rules import check_bank_id
 
@@ -124,7 +125,7 @@ def bank_for(principal: Principal, bank_id: str, permission: str, *, create: boo
     perms = principal.permissions_for(bank_id)
     if permission not in perms:
         raise AccessDenied(principal.label, permission, bank_id)
-    bank = Bank.objects.active().filter(bank_id=bank_id).first()
+    bank = first_row(Bank, "bank_id = %s AND deleted_at IS NULL", [bank_id])  # Bank.objects.active()
     if bank is not None:
         return bank
     if create and settings.MEMORYHUB_AUTO_CREATE_BANKS:

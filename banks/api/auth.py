@@ -14,6 +14,7 @@ from rest_framework.request import Request
 
 from banks.access import Principal, principal_for_token
 from banks.models import ApiToken
+from banks.models.rows import first_row
 
 TOKEN_PREFIX = "mh_"  # noqa: S105  (a public marker, not a secret)
 # Writing last_used_at on every request would turn reads into writes; once a minute is plenty.
@@ -39,7 +40,7 @@ def token_lookup(raw: str) -> ApiToken | None:
     if parts is None:
         return None
     prefix, full = parts
-    token = ApiToken.objects.filter(prefix=prefix).first()
+    token = first_row(ApiToken, "prefix = %s", [prefix])
     # Compare even when no row matched, so timing does not tell whether a prefix exists.
     expected = token.secret_hash if token else "0" * 64
     if not hmac.compare_digest(expected, hash_secret(full)) or token is None:
