@@ -1,18 +1,21 @@
 """Entity mentions: which of the bank's entities a memory names.
 
-Set-based, whatever the number of entities: one insert for the entities, one read, one insert
-for the links and one counter update. ``mention_count`` is only ever moved by SQL arithmetic,
-with rows locked in id order, so concurrent writers neither lose each other's increments nor
-deadlock.
+Set-based, whatever the number of entities: one insert for the entities, one statement that reads
+them and links the memory, and one counter update. ``mention_count`` is only ever moved by SQL
+arithmetic, with rows locked in id order, so concurrent writers neither lose each other's increments
+nor deadlock. A retain counts last, under its bank's lock (``count=False`` here, then
+``entity_mentions_add``): the counter rows of a bank's common entities are wanted by every retain,
+and a writer holding them while it waits for the bank's lock made all the others wait behind it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import connection
 
-from banks.models import Entity, Memory
+from banks.models import Memory
 
 
 def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -31,6 +34,16 @@ def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return wanted
 
 
+def entity_mentions_add(entity_pks: list[int]) -> None:
+    """One more mention for each of ``entity_pks`` (rows locked in id order: two writers locking the
+    same entities in different orders would deadlock)."""
+    if entity_pks:
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE banks_entity SET mention_count = mention_count + 1 WHERE id IN "
+                           "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR UPDATE)",
+                           [sorted(entity_pks)])
+
+
 def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
     """Link a memory to entities it does not mention yet; bumps their counts. Returns the newly linked."""
     if not entity_pks:
@@ -43,29 +56,46 @@ def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
             [entity_pks, memory_pk],
         )
         linked = [row[0] for row in cursor.fetchall()]
-    if linked:
-        # Rows locked in id order: retains link entities concurrently, and two that lock the same
-        # entities in different orders would deadlock.
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE banks_entity SET mention_count = mention_count + 1 WHERE id IN "
-                           "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR UPDATE)", [sorted(linked)])
+    entity_mentions_add(linked)
     return linked
 
 
-def attach_entities(memory: Memory, entities: list[dict[str, Any]]) -> list[Entity]:
-    """Create or reuse the bank's entities by id (or lower-cased name) and link them to the memory."""
+def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bool = True) -> tuple[list[int], list[int]]:
+    """Create or reuse the bank's entities by id (or lower-cased name) and link them to the memory.
+
+    Returns (the pks of the entities it names, those newly linked). With ``count`` False the newly
+    linked are not counted yet: the caller passes them to ``entity_mentions_add`` before it commits."""
     wanted = _wanted(entities)
     if not wanted:
-        return []
-    # Inserted in id order, for the same reason as the counts below (a new entity another writer is
-    # inserting makes this insert wait for it).
-    Entity.objects.bulk_create(
-        [Entity(bank_id=memory.bank_id, entity_id=entity_id, **wanted[entity_id]) for entity_id in sorted(wanted)],
-        ignore_conflicts=True,
-    )
-    by_id = {e.entity_id: e for e in Entity.objects.filter(bank_id=memory.bank_id, entity_id__in=list(wanted))}
-    link_memory_entities(memory.pk, [e.pk for e in by_id.values()])
-    return [by_id[entity_id] for entity_id in wanted if entity_id in by_id]
+        return [], []
+    ids = sorted(wanted)
+    with connection.cursor() as cursor:
+        # Inserted in id order, for the same reason as the counts (a new entity another writer is
+        # inserting makes this insert wait for it).
+        cursor.execute(
+            "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
+            "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
+            "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+            "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
+            [memory.bank_id, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
+             [json.dumps(wanted[i]["aliases"]) for i in ids]],
+        )
+        # A statement of its own: it must see entities other writers committed while the insert waited.
+        cursor.execute(
+            "WITH e AS (SELECT id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
+            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, %s, e.id FROM e ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING "
+            "RETURNING entity_id) "
+            "SELECT e.id, e.id IN (SELECT entity_id FROM linked) FROM e ORDER BY e.id",
+            [memory.bank_id, ids, memory.bank_id, memory.pk],
+        )
+        rows = cursor.fetchall()
+    found = [pk for pk, _ in rows]
+    linked = [pk for pk, new in rows if new]
+    if count:
+        entity_mentions_add(linked)
+    return found, linked
 
 
-__all__ = ["attach_entities", "link_memory_entities"]
+__all__ = ["attach_entities", "entity_mentions_add", "link_memory_entities"]

@@ -22,9 +22,9 @@ from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
-from banks.services.entities import attach_entities
+from banks.services.entities import attach_entities, entity_mentions_add
 from banks.services.locks import lock_bank_for_new_content
-from banks.vectors import distance_sql, enable_iterative_scan, nearest_rows, vector_literal, vector_scope
+from banks.vectors import distance_sql, nearest_rows, prepare_graph_walk, vector_literal, vector_scope
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
@@ -106,17 +106,19 @@ NEAR_LOOK_LIMIT = 40
 
 
 def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
-                        scope: str | None = None, prepared: bool = False) -> tuple[str, float] | None:
+                        own_index: bool | None = None, prepared: bool = False) -> tuple[str, float] | None:
     """The most similar live memory of the bank and its cosine similarity.
 
-    ``scope`` (``vector_scope()``, read by the caller) and ``prepared`` (see ``nearest_rows``) let a
-    caller holding a lock make this one statement."""
+    ``own_index``: where the bank's rows are indexed (see ``vector_scope``), as the caller read it
+    (default: the bank as loaded). ``prepared`` (see ``nearest_rows``) lets a caller holding a lock
+    make this one statement."""
     distance = distance_sql(dims)
+    own = bank.own_vector_index if own_index is None else own_index
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (
         f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
-        f"AND {scope or vector_scope(bank.pk)} "
+        "AND {scope} "
         + ("AND id <> %s " if exclude_pk else "")
         + f"ORDER BY {distance}{{exact}} LIMIT 1"
     )
@@ -125,7 +127,8 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     if exclude_pk:
         params.append(exclude_pk)
     params.append(literal)
-    rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared)
+    rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared,
+                        scope=vector_scope(bank.pk, own=own))
     row = rows[0] if rows else None
     return (row[0], float(row[1])) if row else None
 
@@ -175,34 +178,24 @@ def memory_retain(
     if entities is None and extract_entities:
         entities = [{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(text)]
     now = timezone.now()
+    memory = Memory(
+        bank=bank, memory_id=memory_id or new_memory_id(), text=text, fact_type=fact_type or "world",
+        memory_layer=memory_layer, tags=tags, metadata=metadata, occurred_at=occurred_at, retained_at=now,
+        created_at=created_at or occurred_at or now, updated_at=now, source=source, pii=pii, content_hash=digest,
+        embedding=vector, embedding_model=embedder.name, embedding_dims=embedder.dimensions,
+    )
     try:
         with transaction.atomic():
-            memory = Memory.objects.create(
-                bank=bank,
-                memory_id=memory_id or new_memory_id(),
-                text=text,
-                fact_type=fact_type or "world",
-                memory_layer=memory_layer,
-                tags=tags,
-                metadata=metadata,
-                occurred_at=occurred_at,
-                retained_at=now,
-                created_at=created_at or occurred_at or now,
-                source=source,
-                pii=pii,
-                content_hash=digest,
-                embedding=vector,
-                embedding_model=embedder.name,
-                embedding_dims=embedder.dimensions,
-            )
+            _insert(memory)
+            linked: list[int] = []
             if entities:
-                attach_entities(memory, entities)
+                _, linked = attach_entities(memory, entities, count=False)
             _note_activity(bank, now)
             bank_embedder_pin(bank, embedder)
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
-            look = _near_look(bank, vector, embedder.dimensions, exclude_pk=memory.pk) if near_dedup else None
+            look = _near_look(bank, vector, embedder.dimensions, inserted=memory) if near_dedup else None
             # The decisive look comes last, under the bank's lock, so the lock is held for one statement
             # and the commit, not for the insert, its index upkeep and the entity links: a retain that
             # committed since the first look is seen now (our own row aside), and none can commit between
@@ -212,6 +205,8 @@ def memory_retain(
             duplicate = look() if look else None
             if duplicate:
                 raise _Superseded(duplicate)
+            # Counted last (see banks.services.entities): the rows are held from here to the commit only.
+            entity_mentions_add(linked)
     except _Superseded as superseded:
         return superseded.outcome
     except IntegrityError as exc:
@@ -228,6 +223,26 @@ def memory_retain(
         raise
     return RetainOutcome(stored=True, memory=memory, memory_id=memory.memory_id, retention_action="created",
                          dropped_metadata_keys=tuple(dropped))
+
+
+# Written out: Memory.save() composed this insert on every retain, at three times its cost.
+_INSERT_FIELDS = ("bank", "memory_id", "text", "fact_type", "memory_layer", "tags", "metadata", "occurred_at",
+                  "retained_at", "created_at", "updated_at", "source", "pii", "content_hash", "embedding",
+                  "embedding_model", "embedding_dims")
+
+
+def _insert(memory: Memory) -> None:
+    """Store the new ``memory``, taking back its id and what the insert triggers set on the row (the
+    vector index it went to, its text search configuration)."""
+    fields = [Memory._meta.get_field(name) for name in _INSERT_FIELDS]
+    params = [field.get_db_prep_save(getattr(memory, field.attname), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO banks_memory ({', '.join(f.column for f in fields)}) "  # noqa: S608  (fixed names)
+                       f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, own_vector_index, search_config",
+                       params)
+        memory.pk, memory.own_vector_index, memory.search_config = cursor.fetchone()
+    memory._state.adding = False
+    memory._state.db = connection.alias
 
 
 class _Superseded(Exception):  # noqa: N818  (not an error: the retain became a duplicate; rolls it back)
@@ -249,7 +264,12 @@ def _note_activity(bank: Bank, now: datetime) -> None:
 
 
 def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
-    existing = Memory.objects.live().filter(bank=bank, content_hash=digest).values_list("memory_id", flat=True).first()
+    # Written out (Memory.objects.live() by hash): every retain asks, before anything else.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT memory_id FROM banks_memory WHERE bank_id = %s AND content_hash = %s "
+                       "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY id LIMIT 1", [bank.pk, digest])
+        row = cursor.fetchone()
+    existing = row[0] if row else None
     if not existing:
         return None
     return RetainOutcome(stored=False, memory_id=existing, deduplicated=True, duplicate_of=existing,
@@ -260,14 +280,15 @@ def _near_duplicate(bank: Bank, vector: list[float], dims: int) -> RetainOutcome
     return _near_outcome(bank, nearest_live_memory(bank, vector, dims))
 
 
-def _near_look(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int) -> Callable[[], RetainOutcome | None]:
-    """The near-duplicate look, made ready in the caller's transaction (index scope read, iterative scan
-    set) so that, once the bank's lock is taken, it is a single statement."""
-    scope = vector_scope(bank.pk)
+def _near_look(bank: Bank, vector: list[float], dims: int, *, inserted: Memory) -> Callable[[], RetainOutcome | None]:
+    """The near-duplicate look, made ready in the caller's transaction (graph walk set) so that, once
+    the bank's lock is taken, it is a single statement. It searches where ``inserted`` (this retain's
+    row) went: the insert trigger copied the bank's index flag onto it under a key-share lock, so a
+    bank moving to its own index meanwhile is seen."""
     with connection.cursor() as cursor:
-        enable_iterative_scan(cursor, NEAR_LOOK_LIMIT)
-    return lambda: _near_outcome(bank, nearest_live_memory(bank, vector, dims, exclude_pk=exclude_pk, scope=scope,
-                                                           prepared=True))
+        prepare_graph_walk(connection, cursor, NEAR_LOOK_LIMIT)
+    return lambda: _near_outcome(bank, nearest_live_memory(bank, vector, dims, exclude_pk=inserted.pk,
+                                                           own_index=inserted.own_vector_index, prepared=True))
 
 
 def _near_outcome(bank: Bank, nearest: tuple[str, float] | None) -> RetainOutcome | None:
