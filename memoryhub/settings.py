@@ -122,12 +122,16 @@ else:
 MEMORYHUB_DATABASE_URL = _db_url
 DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Django's PostgreSQL backend, checking a reused connection's health without a round trip.
+DB_ENGINE = "memoryhub.postgres"
+DATABASES["default"]["ENGINE"] = DB_ENGINE
 # A streaming replica for reads that may lag (recall): see memoryhub/replica.py and docs/scaling.md.
 DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
 if DATABASE_REPLICA_URL:
     DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL,
                                                  conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))
     DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["replica"]["ENGINE"] = DB_ENGINE
     # A replica that does not answer is given up on quickly: recall then reads the primary.
     DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("MEMORYHUB_REPLICA_CONNECT_TIMEOUT", 3))
     # Tests read the test database through it rather than creating a second one.

@@ -1,0 +1,30 @@
+"""Django's PostgreSQL backend with a cheaper connection health check.
+
+With CONN_HEALTH_CHECKS Django sends ``SELECT 1`` before the first query of every request on a reused
+connection: one round trip per request, about 2 % of a recall's CPU here. A server that ends a session
+(shut down, restarted, the backend killed, ``pg_terminate_backend``) writes a final message or closes
+the socket, so the socket of a dead connection is readable while a healthy idle one is not. Checking
+that is a system call; only when something did arrive (which may also be a harmless notice) is the
+connection asked with ``SELECT 1`` as before. A server that vanished without a word (a network cut)
+is found by the first query, which then fails and is answered as a database outage (503), as before.
+"""
+
+from __future__ import annotations
+
+import select
+
+from django.db.backends.postgresql import base
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def is_usable(self) -> bool:
+        connection = self.connection
+        if connection is None or connection.closed:
+            return False
+        try:
+            readable, _, _ = select.select([connection.fileno()], [], [], 0)
+        except (OSError, ValueError):  # the socket is gone
+            return False
+        if not readable:
+            return True
+        return bool(super().is_usable())
