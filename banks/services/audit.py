@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
 from banks.models import AuditEvent, Bank
+from banks.models.rows import insert_row
 from memoryhub.input_rules import check_text
 
 # An event lists at most this many target ids; the full count goes in details.
@@ -48,20 +48,9 @@ def audit_record(
         details=details,
         created_at=timezone.now(),
     )
-    _insert(event)
+    # Written out: every write records one, and composing the ORM's insert cost more than running it.
+    (event.pk,) = insert_row(event, _COLUMNS)
     return event
 
 
-_COLUMNS = ("bank_id", "bank_ref", "actor", "action", "target_ids", "reason", "compliance", "details", "created_at")
-
-
-def _insert(event: AuditEvent) -> None:
-    """The row written out: every write records one, and composing the ORM's insert cost more than it."""
-    fields = [AuditEvent._meta.get_field(name.removesuffix("_id") if name == "bank_id" else name) for name in _COLUMNS]
-    params = [field.get_db_prep_save(getattr(event, field.attname), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO banks_auditevent ({', '.join(_COLUMNS)}) "  # noqa: S608  (fixed names)
-                       f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) RETURNING id", params)
-        event.pk = cursor.fetchone()[0]
-    event._state.adding = False
-    event._state.db = connection.alias
+_COLUMNS = ("bank", "bank_ref", "actor", "action", "target_ids", "reason", "compliance", "details", "created_at")

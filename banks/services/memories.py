@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.models import Bank, Memory
+from banks.models.rows import insert_row
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
@@ -234,15 +235,8 @@ _INSERT_FIELDS = ("bank", "memory_id", "text", "fact_type", "memory_layer", "tag
 def _insert(memory: Memory) -> None:
     """Store the new ``memory``, taking back its id and what the insert triggers set on the row (the
     vector index it went to, its text search configuration)."""
-    fields = [Memory._meta.get_field(name) for name in _INSERT_FIELDS]
-    params = [field.get_db_prep_save(getattr(memory, field.attname), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO banks_memory ({', '.join(f.column for f in fields)}) "  # noqa: S608  (fixed names)
-                       f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, own_vector_index, search_config",
-                       params)
-        memory.pk, memory.own_vector_index, memory.search_config = cursor.fetchone()
-    memory._state.adding = False
-    memory._state.db = connection.alias
+    memory.pk, memory.own_vector_index, memory.search_config = insert_row(
+        memory, _INSERT_FIELDS, ("id", "own_vector_index", "search_config"))
 
 
 class _Superseded(Exception):  # noqa: N818  (not an error: the retain became a duplicate; rolls it back)
