@@ -20,7 +20,8 @@ from banks.models.memories import INDEXED_DIMENSIONS
 
 
 def vector_literal(values: list[float]) -> str:
-    return "[" + ",".join(f"{v:.7g}" for v in values) + "]"
+    # Zeros written without formatting: most of a hashing vector, whose literals an import formats by the million.
+    return "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in values) + "]"
 
 
 def distance_sql(dims: int, column: str = "embedding", param: str = "%s") -> str:

@@ -63,15 +63,22 @@ class HashingEmbedder:
         for word in words:
             padded = f"<{word}>"
             features += [(f"c:{padded[i:i + 3]}", 0.25) for i in range(len(padded) - 2)]
+        touched: set[int] = set()
         for feature, weight in features:
             index, sign = _bucket(feature, self.dimensions)
             vector[index] += sign * weight
-        norm = math.sqrt(sum(v * v for v in vector))
+            touched.add(index)
+        # Only the touched buckets (a few dozen of the dimensions) are summed and divided: the same
+        # operations in the same order as over every bucket, since an untouched one adds 0.0 exactly.
+        order = sorted(touched)
+        norm = math.sqrt(sum(vector[i] * vector[i] for i in order))
         if norm == 0:
             # An empty or symbol-only text still needs a valid unit vector for cosine.
             vector[0] = 1.0
             return vector
-        return [v / norm for v in vector]
+        for i in order:
+            vector[i] /= norm
+        return vector
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]

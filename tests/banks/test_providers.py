@@ -139,3 +139,37 @@ def test_extractive_entity_types_are_not_all_people(text, expected):
 
     found = {e.name: e.entity_type for e in ExtractiveLanguageModel().extract_entities(text)}
     assert {k: found.get(k) for k in expected} == expected, found
+
+
+def test_the_hashing_embedder_gives_exactly_what_the_dense_formula_gives():
+    """It sums and divides only the buckets a text touches; the result must not move by a bit, or
+    vectors already stored would stop matching the questions asked of them."""
+    import math
+
+    from banks.providers.embeddings import HashingEmbedder, _bucket
+    from banks.vectors import vector_literal
+
+    def dense(text: str, dims: int = 384) -> list[float]:
+        import re
+
+        vector = [0.0] * dims
+        words = [w.lower() for w in re.findall(r"\w+", text)]
+        features = [(f"w:{w}", 1.0) for w in words]
+        features += [(f"b:{a} {b}", 0.5) for a, b in zip(words, words[1:], strict=False)]
+        for word in words:
+            padded = f"<{word}>"
+            features += [(f"c:{padded[i:i + 3]}", 0.25) for i in range(len(padded) - 2)]
+        for feature, weight in features:
+            index, sign = _bucket(feature, dims)
+            vector[index] += sign * weight
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0:
+            vector[0] = 1.0
+            return vector
+        return [v / norm for v in vector]
+
+    embedder = HashingEmbedder(384)
+    for text in ("Alice prefers tea.", "benchmark memory 12 about topic 12 and detail 95", "", "!!!",
+                 "a a a a b b b", "Über-naïve café talk " * 5):
+        assert embedder.embed_one(text) == dense(text)
+        assert vector_literal(embedder.embed_one(text)) == "[" + ",".join(f"{v:.7g}" for v in dense(text)) + "]"
