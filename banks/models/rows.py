@@ -47,7 +47,8 @@ def first_row(model: type[M], where: str, params: Sequence[Any]) -> M | None:
 @cache
 def _insert_shape(model: type[models.Model], names: tuple[str, ...],
                   returning: tuple[str, ...]) -> tuple[str, list[models.Field[Any, Any]]]:
-    by_name = {f.name: f for f in model._meta.concrete_fields}
+    # A field by its name or its column's attribute name (``bank`` or ``bank_id``).
+    by_name = {**{f.attname: f for f in model._meta.concrete_fields}, **{f.name: f for f in model._meta.concrete_fields}}
     fields = [by_name[name] for name in names]
     # Vetted: table and column names come from the model definition, never from input.
     sql = (f"INSERT INTO {model._meta.db_table} ({', '.join(str(f.column) for f in fields)}) "  # noqa: S608
@@ -56,7 +57,8 @@ def _insert_shape(model: type[models.Model], names: tuple[str, ...],
 
 
 def insert_row(instance: models.Model, names: Sequence[str], returning: Sequence[str] = ("id",)) -> tuple[Any, ...]:
-    """INSERT the unsaved ``instance``: the fields ``names`` (the others get their database defaults);
+    """INSERT the unsaved ``instance``: the fields ``names`` (names or attribute names; the others get
+    their database defaults);
     returns the ``returning`` columns (the caller sets them on the instance) and marks it saved."""
     model = type(instance)
     sql, fields = _insert_shape(model, tuple(names), tuple(returning))

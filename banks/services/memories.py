@@ -23,6 +23,7 @@ from banks.models.rows import insert_row
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
+from banks.services.bulk_memories import COLUMNS
 from banks.services.entities import attach_entities, entity_mentions_add
 from banks.services.locks import lock_bank_for_new_content
 from banks.vectors import distance_sql, nearest_rows, prepare_graph_walk, vector_literal, vector_scope
@@ -226,17 +227,13 @@ def memory_retain(
                          dropped_metadata_keys=tuple(dropped))
 
 
-# Written out: Memory.save() composed this insert on every retain, at three times its cost.
-_INSERT_FIELDS = ("bank", "memory_id", "text", "fact_type", "memory_layer", "tags", "metadata", "occurred_at",
-                  "retained_at", "created_at", "updated_at", "source", "pii", "content_hash", "embedding",
-                  "embedding_model", "embedding_dims")
-
-
+# Written out, with the bulk writer's columns: Memory.save() composed this insert on every retain, at
+# three times its cost.
 def _insert(memory: Memory) -> None:
     """Store the new ``memory``, taking back its id and what the insert triggers set on the row (the
     vector index it went to, its text search configuration)."""
     memory.pk, memory.own_vector_index, memory.search_config = insert_row(
-        memory, _INSERT_FIELDS, ("id", "own_vector_index", "search_config"))
+        memory, COLUMNS, ("id", "own_vector_index", "search_config"))
 
 
 class _Superseded(Exception):  # noqa: N818  (not an error: the retain became a duplicate; rolls it back)
