@@ -153,6 +153,7 @@ class Results:
     acknowledged: list[tuple[str, str]] = field(default_factory=list)  # (memory_id, text) of stored writes
     merged: list[str] = field(default_factory=list)  # memory ids answered for writes judged near-duplicates
     counting: bool = False
+    per_client: Counter[int] = field(default_factory=Counter)  # counted requests per client
 
 
 class Connection:
@@ -265,6 +266,7 @@ async def client(number: int, base: str, token: str, bank_id: str, share: float,
             if not results.counting:
                 continue
             results.statuses[op][status] += 1
+            results.per_client[number] += 1
             if ok:
                 results.latencies[op].append(elapsed)
     finally:
@@ -304,6 +306,11 @@ def report(results: Results, elapsed: float) -> None:
             continue
         print(f"  {op:>6}: {done} requests ({done / elapsed:.1f}/s)  p50 {statistics.median(lat):.0f} ms  "
               f"p95 {percentile(lat, 0.95):.0f} ms  p99 {percentile(lat, 0.99):.0f} ms  max {max(lat):.0f} ms")
+    if results.per_client:
+        # Clients pinned to a busier web worker wait longer: an uneven spread here is latency spread.
+        counts = sorted(results.per_client.values())
+        print(f"  requests per client: min {counts[0]}  median {statistics.median(counts):.0f}  max {counts[-1]}"
+              f"  ({' '.join(map(str, counts))})")
     errors = {f"{op} {status}": n for op, counter in results.statuses.items() for status, n in counter.items()
               if status not in {"200", "201"}}
     print("  errors by status: " + (", ".join(f"{k}: {v}" for k, v in sorted(errors.items())) or "none"))

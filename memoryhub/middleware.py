@@ -4,7 +4,9 @@ import re
 import uuid
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+
+from memoryhub.liveness import streamed
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -30,6 +32,22 @@ class RequestIdMiddleware:
         request.request_id = request_id  # type: ignore[attr-defined]
         response = self.get_response(request)
         response["X-Request-ID"] = request_id
+        return response
+
+
+class StreamingLivenessMiddleware:
+    """A streamed response (archive download, audit CSV) beats as it sends, so a web worker is not
+    replaced for a transfer that outlasts the request timeout while still moving (memoryhub.liveness).
+    Files keep their own path: wrapping them would lose the server's sendfile."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if isinstance(response, StreamingHttpResponse) and not isinstance(response, FileResponse) \
+                and not response.is_async:
+            response.streaming_content = streamed(response.streaming_content)
         return response
 
 

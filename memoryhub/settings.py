@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryhub.middleware.RequestIdMiddleware",
+    "memoryhub.middleware.StreamingLivenessMiddleware",
     "memoryhub.middleware.DatabaseUnavailableMiddleware",
     "memoryhub.middleware.BodySizeLimitMiddleware",
     "memoryhub.middleware.ContentSecurityPolicyMiddleware",
@@ -187,6 +188,13 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 MEMORYHUB_CHANGES_SETTLE_SECONDS = env_float("MEMORYHUB_CHANGES_SETTLE_SECONDS", 5.0)
 MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
+# The first handler only reports progress (memoryhub.liveness): a long upload that keeps moving is not
+# cut by the web worker's timeout. The others are Django's defaults.
+FILE_UPLOAD_HANDLERS = [
+    "memoryhub.liveness.ProgressUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["banks.api.auth.ApiTokenAuthentication"],

@@ -1,0 +1,87 @@
+"""Web workers are replaced when a request is stuck, not while a long transfer is still moving.
+
+`serve` runs gunicorn's sync workers, which the arbiter kills after --timeout seconds of silence.
+Streamed responses and uploads report progress through memoryhub.liveness instead.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import httpx
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.http import StreamingHttpResponse
+from django.test import RequestFactory
+
+from banks.management.commands.serve import gunicorn_command
+from memoryhub import liveness
+from memoryhub.middleware import StreamingLivenessMiddleware
+from tests.live_process import REPO, free_port
+from tests.liveness_app import STEPS
+
+
+def test_sync_workers_by_default_and_threads_only_when_asked():
+    sync = gunicorn_command("127.0.0.1:1", workers=3, threads=1, timeout=120)
+    threaded = gunicorn_command("127.0.0.1:1", workers=3, threads=4, timeout=120)
+    assert sync[sync.index("--worker-class") + 1] == "sync" and "--threads" not in sync
+    assert threaded[threaded.index("--worker-class") + 1] == "gthread"
+    assert threaded[threaded.index("--threads") + 1] == "4"
+    assert "python:memoryhub.gunicorn_config" in sync
+
+
+def test_a_moving_stream_outlives_the_timeout_and_a_silent_one_is_cut(tmp_path):
+    port = free_port()
+    command = gunicorn_command(f"127.0.0.1:{port}", workers=1, threads=1, timeout=2, app="tests.liveness_app:app")
+    log = tmp_path / "web.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(150):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/live", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, log.read_text()
+                time.sleep(0.2)
+        beating = httpx.get(f"http://127.0.0.1:{port}/beating", timeout=30)
+        assert beating.status_code == 200 and len(beating.content) == STEPS * 1024, log.read_text()
+
+        with pytest.raises(httpx.TransportError):
+            # The worker is killed mid-body: the response ends short.
+            httpx.get(f"http://127.0.0.1:{port}/silent", timeout=30)
+        assert "WORKER TIMEOUT" in log.read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture
+def beats(monkeypatch):
+    seen: list[int] = []
+    monkeypatch.setattr(liveness, "INTERVAL", 0.0)
+    liveness.register(lambda: seen.append(1))
+    yield seen
+    liveness.register(None)
+
+
+def test_streamed_responses_beat_per_chunk(beats):
+    middleware = StreamingLivenessMiddleware(lambda request: StreamingHttpResponse(iter([b"a", b"b", b"c"])))
+    response = middleware(RequestFactory().get("/"))
+    assert b"".join(response.streaming_content) == b"abc"
+    assert len(beats) == 3
+
+
+def test_uploads_beat_as_chunks_arrive_and_arrive_whole(beats, settings):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
+    data = b"0123456789" * 100_000  # 1 MB: several 64 kB chunks, kept on disk by the next handler
+    request = RequestFactory().post("/", {"archive": SimpleUploadedFile("a.jsonl", data)})
+    upload = request.FILES["archive"]
+    assert upload.read() == data
+    assert len(beats) >= len(data) // (64 * 1024)
+
+
+def test_nothing_is_told_outside_a_web_worker():
+    liveness.register(None)
+    liveness.beat()  # no worker to tell: nothing happens, nothing fails
