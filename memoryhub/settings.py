@@ -284,6 +284,9 @@ MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
 # An import of this many memories or more moves the bank onto its own HNSW index, built after the
 # load (docs/scaling.md); the build's memory and parallel workers (session settings, for that build only).
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
+# hnsw.ef_search of recall's graph walk on a bank's own index (banks.vectors.walk_breadth); wider finds
+# more of the true nearest neighbours, at some milliseconds per question at a million rows.
+MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 400)
 
 
 def _index_build_memory() -> str:

@@ -37,6 +37,7 @@ from banks.vectors import (
     vector_index_state,
     vector_scope,
     vectors_pending,
+    walk_breadth,
 )
 from memoryhub.replica import read_connection, tolerates_lag
 
@@ -94,7 +95,8 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
            f"AND m.embedding_model = %s AND {{scope}} ORDER BY {distance}{{exact}} LIMIT %s")
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
-                        limit=limit, wanted=limit, scope=vector_scope(bank.pk, "m", own=bank.own_vector_index))
+                        limit=walk_breadth(limit, own=bank.own_vector_index), wanted=limit,
+                        scope=vector_scope(bank.pk, "m", own=bank.own_vector_index))
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
 

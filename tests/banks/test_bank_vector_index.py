@@ -269,3 +269,23 @@ def test_a_big_import_refreshes_the_planners_statistics(make_bank, small_thresho
     write_archive(tmp_path / "big.jsonl", 400)
     import_file(big, tmp_path / "big.jsonl")
     assert str(big.pk) in banks_the_planner_knows().strip("{}").split(",")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recall_walks_a_banks_own_index_wider_than_the_shared_one(make_bank, small_threshold, tmp_path, settings):
+    settings.MEMORYHUB_OWN_INDEX_EF_SEARCH = 321
+    big, small = make_bank("big"), make_bank("small")
+    texts = write_archive(tmp_path / "big.jsonl", 300)
+    import_file(big, tmp_path / "big.jsonl")
+    big.refresh_from_db()
+    memory_retain(bank=small, text="a single note in a small bank", actor="test")
+
+    def walked(bank: Bank, query: str) -> str:
+        recall_memories(bank, query, max_results=5, arms=("semantic",))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('hnsw.ef_search')")
+            return cursor.fetchone()[0]
+
+    assert big.own_vector_index and walked(big, texts[7]) == "321"
+    assert walked(small, "single note") == "50"  # as broad as the 50 candidates recall asks for
+    assert walked(big, texts[8]) == "321"  # switched back for the big bank
