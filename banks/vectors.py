@@ -18,10 +18,19 @@ from typing import Any
 
 from banks.models.memories import INDEXED_DIMENSIONS
 
+_FORMATS: dict[int, str] = {}
+
 
 def vector_literal(values: list[float]) -> str:
-    # Zeros written without formatting: most of a hashing vector, whose literals an import formats by the million.
-    return "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in values) + "]"
+    """pgvector's text form, 7 significant digits (float4 keeps no more); an import formats millions."""
+    if values.count(0) * 2 > len(values):
+        # Mostly zeros (a hashing vector): those are written without formatting.
+        return "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in values) + "]"
+    # Dense (a model's vector): one %-format for the whole vector costs 60 % of formatting each value.
+    template = _FORMATS.get(len(values))
+    if template is None:
+        template = _FORMATS.setdefault(len(values), "[" + ",".join(["%.7g"] * len(values)) + "]")
+    return template % tuple(values)
 
 
 def distance_sql(dims: int, column: str = "embedding", param: str = "%s") -> str:

@@ -50,20 +50,34 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_archive(path: Path, n: int) -> None:
+def write_archive(path: Path, n: int, *, embeddings: bool = False) -> None:
+    """``embeddings``: every line carries its vector, labelled with the bank's model, as an export with
+    embeddings does; the import then stores them instead of embedding. The vectors are the hashing
+    embedder's whatever the model (MEMORYHUB_EMBEDDINGS=minilm for the default one): computing a
+    million MiniLM vectors here would take hours, and storing does not look at what they mean."""
+    from banks.providers import get_embedder
+    from banks.providers.embeddings import build_embedder
+
+    model, vectors = get_embedder(), build_embedder("hashing")
     with path.open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "bench", "exported_at": "2026-11-22T00:00:00+00:00",
                              "provider": "bench", "memory_count": n}) + "\n")
         for i in range(n):
-            fp.write(json.dumps({"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} "
-                                 f"and detail {(i * 7919) % 100003}", "fact_type": "world",
-                                 "tags": [f"t{i % 50}"], "metadata": {"n": i}}) + "\n")
+            line = {"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} "
+                    f"and detail {(i * 7919) % 100003}", "fact_type": "world",
+                    "tags": [f"t{i % 50}"], "metadata": {"n": i}}
+            if embeddings:
+                line["embedding"] = vectors.embed_one(line["text"])
+                line["embedding_model"] = model.name
+            fp.write(json.dumps(line) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--with-embeddings", action="store_true",
+                        help="the archive carries every memory's vector (as an export with embeddings)")
     parser.add_argument("--embed-sample", type=int, default=20_000,
                         help="texts per embedder for the embedding figures (a tenth of it for minilm)")
     args = parser.parse_args()
@@ -78,7 +92,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memoryhub-bench-") as scratch:
         archive = Path(scratch) / "in.ama.jsonl"
         started = time.perf_counter()
-        write_archive(archive, args.memories)
+        write_archive(archive, args.memories, embeddings=args.with_embeddings)
         print(f"archive: {args.memories} memories, {archive.stat().st_size / 1e6:.1f} MB, "
               f"written in {time.perf_counter() - started:.1f} s", flush=True)
         baseline = rss_mb()

@@ -207,6 +207,10 @@ def _links(value: Any) -> list[LinkRecord]:
 def _embedding(value: Any) -> list[float] | None:
     if value is None:
         return None
+    # The common case, checked in C: JSON gave floats, and their sum is finite only if each one is
+    # (an overflowing sum of finite values falls through to the full check below).
+    if isinstance(value, list) and value and all(type(x) is float for x in value) and math.isfinite(sum(value)):
+        return value
     if not isinstance(value, list) or not all(_is_number(x) for x in value):
         raise _Bad("field 'embedding' must be a list of numbers")
     return [float(x) for x in value] or None

@@ -173,3 +173,17 @@ def test_the_hashing_embedder_gives_exactly_what_the_dense_formula_gives():
                  "a a a a b b b", "Über-naïve café talk " * 5):
         assert embedder.embed_one(text) == dense(text)
         assert vector_literal(embedder.embed_one(text)) == "[" + ",".join(f"{v:.7g}" for v in dense(text)) + "]"
+
+
+def test_vector_literals_are_the_same_text_whether_the_vector_is_sparse_or_dense():
+    """Two ways of formatting (zeros skipped for hashing vectors, one %-format for a model's dense
+    ones): the text must be what formatting each value gives, since imports compare nothing else."""
+    import random
+
+    from banks.vectors import vector_literal
+
+    rng = random.Random(4)
+    vectors = [[rng.uniform(-1, 1) for _ in range(384)] for _ in range(50)]
+    vectors += [[0.0] * 300 + [rng.uniform(-1, 1) for _ in range(84)], [0.0, 1e-9, -3.5, 2.0], [0.0], [1e30, -1e-30]]
+    for vector in vectors:
+        assert vector_literal(vector) == "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in vector) + "]"

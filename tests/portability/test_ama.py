@@ -178,6 +178,8 @@ BAD_LINES = [
     ('{"id": "t", "text": "x", "embedding": [1, "x"]}', "field 'embedding' must be a list of numbers"),
     ('{"id": "t", "text": "x", "embedding": [true, 0.5]}', "field 'embedding' must be a list of numbers"),
     ('{"id": "t", "text": "x", "embedding": [NaN, 0.5]}', "field 'embedding' must be a list of numbers"),
+    ('{"id": "t", "text": "x", "embedding": [0.5, Infinity]}', "field 'embedding' must be a list of numbers"),
+    ('{"id": "t", "text": "x", "embedding": [0.5, -Infinity, Infinity]}', "field 'embedding' must be a list of numbers"),
     ('{"id": "t", "text": "x", "embedding": "0.1,0.2"}', "field 'embedding' must be a list of numbers"),
     ('{"id": "t", "text": "x", "entities": {"name": "A"}}', "field 'entities' must be a list"),
     ('{"id": "t", "text": "x", "entities": [{"entity_type": "person"}]}',
@@ -604,3 +606,11 @@ def test_we_read_what_astrocyte_writes(tmp_path: Path) -> None:
         assert {k: record.metadata[k] for k in ("k", "n", "ok")} == {"k": "v", "n": i, "ok": True}
         assert "_retain_id" in record.metadata  # Astrocyte's system keys come through untouched
         assert record.occurred_at == datetime(2026, 3, i + 1, 12, tzinfo=UTC)
+
+
+def test_embeddings_of_large_or_whole_numbers_are_read_as_floats() -> None:
+    # A sum past the float range (each value finite) and integers both take the full check.
+    _, items = read(archive('{"id": "a", "text": "x", "embedding": [1e308, 1e308, -0.5]}',
+                            '{"id": "b", "text": "y", "embedding": [1, 0, 2.5]}'))
+    assert [i.embedding for i in items if isinstance(i, MemoryRecord)] == [[1e308, 1e308, -0.5], [1.0, 0.0, 2.5]]
+    assert not [i for i in items if isinstance(i, RecordError)]
