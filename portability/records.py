@@ -7,6 +7,7 @@ item that could not be read, with its position and reason). Writers take
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -104,4 +105,16 @@ def record_problem(record: MemoryRecord) -> str | None:
                 setattr(record, name, utc_datetime(value, name))
     except UnstorableInput as exc:
         return str(exc)
+    if record.embedding is not None and not storable_vector(record.embedding):
+        return "field 'embedding' must hold finite numbers within single precision (±3.4e38)"
     return None
+
+
+# pgvector keeps single-precision floats: a value past this stops the whole batch's COPY.
+FLOAT4_MAX = 3.4028234663852886e38
+
+
+def storable_vector(values: list[float]) -> bool:
+    """Every value finite and within float4 (a NaN or an infinity makes the sum non-finite; a sum of
+    in-range values cannot overflow a double). Three passes in C: an import checks millions."""
+    return math.isfinite(sum(values)) and max(values) <= FLOAT4_MAX and min(values) >= -FLOAT4_MAX
