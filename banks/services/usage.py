@@ -154,6 +154,9 @@ class _UsageBuffer:
             flushed = time.monotonic()
             pending = self.take()
             if not pending:
+                # Nothing came in since the last write: hold no connection while the process is idle
+                # (a busy process writes every interval and keeps it).
+                connection.close()
                 continue
             try:
                 _write_all(pending)
