@@ -85,3 +85,24 @@ def test_uploads_beat_as_chunks_arrive_and_arrive_whole(beats, settings):
 def test_nothing_is_told_outside_a_web_worker():
     liveness.register(None)
     liveness.beat()  # no worker to tell: nothing happens, nothing fails
+
+
+@pytest.mark.django_db
+def test_imports_and_exports_served_in_a_request_beat_as_they_go(beats, make_bank, tmp_path, monkeypatch):
+    """A REST import or export without ``async`` runs in the web worker: it reports each batch, so a
+    big one is not cut at the request timeout while it is still moving."""
+    import json
+
+    from portability.formats.registry import open_archive
+    from portability.services import archive_export, archive_import, exporter
+
+    bank = make_bank("beating")
+    path = tmp_path / "in.ama.jsonl"
+    path.write_text(json.dumps({"_ama_version": 1, "bank_id": "x", "memory_count": 30}) + "\n" + "".join(
+        json.dumps({"id": f"b{i}", "text": f"beating import line {i}"}) + "\n" for i in range(30)))
+    _, _, records = open_archive(path)
+    archive_import(bank=bank, records=records, actor="test", extract_entities=False, batch_size=10)
+    assert len(beats) == 3
+    monkeypatch.setattr(exporter, "CHUNK", 10)
+    archive_export(bank=bank, dest=tmp_path / "out.ama.jsonl", actor="test")
+    assert len(beats) == 6

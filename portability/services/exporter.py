@@ -23,6 +23,7 @@ from django.db.models import Prefetch
 
 from banks.models import Bank, Entity, Memory, MemoryLink, Observation, ObservationEvidence
 from banks.services.audit import audit_record
+from memoryhub.liveness import beat
 from portability.formats.ama import (
     AmaCountMismatch,
     atomic_write,
@@ -163,8 +164,10 @@ def archive_export(
                 if written > total:
                     raise AmaCountMismatch(f"more memories than the header's memory_count {total}")
                 fp.write(line)
-                if progress and written % CHUNK == 0:
-                    progress(written, total)
+                if written % CHUNK == 0:
+                    beat()  # served in a request: a web worker is not cut while lines keep coming
+                    if progress:
+                        progress(written, total)
             if written != total:
                 raise AmaCountMismatch(f"wrote {written} memories but the header says {total}")
     if progress:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import connection, connections
 
 from banks.providers.embed_pool import EmbedPool, Pending
+from memoryhub.liveness import beat
 from portability.records import MemoryRecord, RecordError
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: lis
     importer.ready = {id(record): literal for record, literal in zip(todo, pending.get(), strict=True)}
     importer.run_batch(batch)
     importer.ready = {}
+    beat()  # served in a request: a web worker is not cut while batches keep landing (memoryhub.liveness)
     if progress:
         progress(importer.report)
 
