@@ -185,6 +185,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--banks", type=int, default=1, help="spread the memories over this many banks")
     parser.add_argument("--bank", default="", help="measure an existing bank instead of populating one")
+    parser.add_argument("--no-populate", action="store_true",
+                        help="with --banks: measure the tenant banks already populated, add nothing")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     tenants: list[Bank] = []
@@ -195,9 +197,17 @@ def main() -> None:
         print(f"{args.banks} banks, {args.memories} memories: largest {sizes[0]}, median "
               f"{sorted(sizes)[len(sizes) // 2]}, smallest {sizes[-1]}", flush=True)
         for rank, size in enumerate(sizes):
-            tenant, _ = Bank.objects.get_or_create(bank_id=f"tenant-{args.memories}-{rank:05d}")
-            populate(tenant, size, seed=rank * 7919)
+            if args.no_populate:
+                tenant = Bank.objects.filter(bank_id=f"tenant-{args.memories}-{rank:05d}").first()
+                if tenant is None:
+                    break
+            else:
+                tenant, _ = Bank.objects.get_or_create(bank_id=f"tenant-{args.memories}-{rank:05d}")
+                populate(tenant, size, seed=rank * 7919)
             tenants.append(tenant)
+        if args.no_populate:
+            print(f"measuring the {len(tenants)} banks populated so far: "
+                  f"{Memory.objects.filter(bank__in=tenants).count()} memories", flush=True)
         bank = tenants[0]
     else:
         bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}")
