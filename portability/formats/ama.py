@@ -33,7 +33,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
+from portability.records import (
+    ArchiveHeader,
+    EntityRecord,
+    LinkRecord,
+    MemoryRecord,
+    RecordError,
+    storable_vector,
+)
 
 AMA_VERSION = 1
 DEFAULT_MAX_LINE_BYTES = 10 * 1024 * 1024
@@ -207,9 +214,9 @@ def _links(value: Any) -> list[LinkRecord]:
 def _embedding(value: Any) -> list[float] | None:
     if value is None:
         return None
-    # The common case, checked in C: JSON gave floats, and their sum is finite only if each one is
-    # (an overflowing sum of finite values falls through to the full check below).
-    if isinstance(value, list) and value and all(type(x) is float for x in value) and math.isfinite(sum(value)):
+    # The common case, checked in C: JSON gave floats that PostgreSQL can store (the rule every format
+    # meets in record_problem); anything else takes the full check below.
+    if isinstance(value, list) and value and all(type(x) is float for x in value) and storable_vector(value):
         return value
     if not isinstance(value, list) or not all(_is_number(x) for x in value):
         raise _Bad("field 'embedding' must be a list of numbers")
