@@ -65,6 +65,14 @@ def rescan_duplicates() -> list[int]:
     return duplicates_rescan_all()
 
 
+@shared_task(name="banks.count_lexemes")
+def count_lexemes() -> list[int]:
+    """Count the frequent words of the big banks whose counts are missing or stale (Celery beat)."""
+    from banks.services.text_statistics import bank_lexemes_refresh_all
+
+    return bank_lexemes_refresh_all()
+
+
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""

@@ -263,12 +263,17 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
 # Banks whose near-duplicates were searched once are searched again (incrementally) this often.
 MEMORYHUB_DUPLICATE_RESCAN_SECONDS = env_int("MEMORYHUB_DUPLICATE_RESCAN_SECONDS", 24 * 3600)
+# Banks of at least MEMORYHUB_LEXEME_STATISTICS_MIN live memories keep their frequent words' counts for
+# the keyword arm (banks.models.text_statistics), checked this often and counted again when they drift.
+MEMORYHUB_LEXEME_STATISTICS_MIN = env_int("MEMORYHUB_LEXEME_STATISTICS_MIN", 20_000)
+MEMORYHUB_LEXEME_STATISTICS_SECONDS = env_int("MEMORYHUB_LEXEME_STATISTICS_SECONDS", 900)
 # A bank with more memories than this is deleted by a job (202) rather than inside the request.
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
     "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
+    "banks-lexeme-statistics": {"task": "banks.count_lexemes", "schedule": float(MEMORYHUB_LEXEME_STATISTICS_SECONDS)},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

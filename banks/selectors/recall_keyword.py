@@ -16,7 +16,9 @@ Cost stays bounded:
   recall_memo), and so are the frequencies of lexemes in at least ``MEMO_DF`` rows: counting
   those is what costs (up to COMMON_DF index entries each), and a few minutes' drift only nudges
   their weight. Rarer lexemes are counted on every question, so a memory retained a moment ago
-  is found by its rare words at once.
+  is found by its rare words at once;
+- big banks keep those frequencies in the database (banks.models.text_statistics), so a word's
+  first question in a process does not count it either.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from typing import Any
 
 from banks.models import Bank
+from banks.models.text_statistics import LEXEME_MIN_DOCUMENTS
 from banks.selectors.recall_memo import TtlMemo
 from banks.text_search import bank_language, config_name
 from memoryhub.replica import read_connection
@@ -40,8 +43,8 @@ ONE_WORD_SHARE = 200
 # Past this many selecting lexemes the pairs would be too many: candidates are then taken as they come.
 MAX_PAIRED_LEXEMES = 8
 STATS_SECONDS = 300
-# Document frequencies at or above this are kept per process for STATS_SECONDS.
-MEMO_DF = 100
+# Document frequencies at or above this are kept per process for STATS_SECONDS (big banks store them).
+MEMO_DF = LEXEME_MIN_DOCUMENTS
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STATS = TtlMemo(STATS_SECONDS, max_entries=10_000)
 _FREQUENT = TtlMemo(STATS_SECONDS)
@@ -115,8 +118,10 @@ def _common_frequencies(cursor: Any) -> dict[str, float]:
 def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int) -> dict[str, int]:
     """Each lexeme's document frequency in the bank: exact up to COMMON_DF, estimated past it.
 
-    Frequent lexemes come from the per-process memo; the others are counted in one statement."""
-    config = bank_language(bank.config)
+    Frequent lexemes come from the per-process memo, or from the bank's stored lexeme counts
+    (banks.models.text_statistics, kept for big banks) scaled to its size now; the others are
+    counted, all in one statement."""
+    config = config_name(bank_language(bank.config))
     counts: dict[str, int] = {}
     unknown: list[str] = []
     for lexeme in lexemes:
@@ -127,14 +132,24 @@ def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int
             counts[lexeme] = known
     if not unknown:
         return counts
-    # Each lexeme counted with the very tsquery that selects and scores it (tsquery_literal).
+    # A stored count is used only when it was taken in the bank's current language; a lexeme without
+    # one is counted (CASE runs the count only then), with the very tsquery that selects and scores it.
     cursor.execute(
-        "SELECT l.lexeme, (SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
+        "WITH t AS (SELECT live_rows FROM banks_banktextstatistics WHERE bank_id = %s AND search_config = %s) "
+        "SELECT l.lexeme, s.documents, (SELECT live_rows FROM t), CASE WHEN s.documents IS NULL THEN "
+        "(SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
         "AND search_vector @@ l.query::tsquery AND archived_at IS NULL AND forgotten_at IS NULL "
-        "LIMIT %s) s) FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query)",
-        [bank.pk, COMMON_DF + 1, unknown, [tsquery_literal(lx) for lx in unknown]],
+        "LIMIT %s) c) END FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query) "
+        "LEFT JOIN banks_banklexeme s ON s.bank_id = %s AND s.lexeme = l.lexeme AND EXISTS (SELECT 1 FROM t)",
+        [bank.pk, config, bank.pk, COMMON_DF + 1, unknown, [tsquery_literal(lx) for lx in unknown], bank.pk],
     )
-    counted = {lexeme: int(n) for lexeme, n in cursor.fetchall()}
+    counted: dict[str, int] = {}
+    for lexeme, stored, counted_over, n in cursor.fetchall():
+        if stored is not None:
+            # The bank grew or shrank since it was counted: the word most likely did in proportion.
+            counts[lexeme] = max(1, round(int(stored) * total / max(int(counted_over or 0), 1)))
+        else:
+            counted[lexeme] = int(n)
     if any(n > COMMON_DF for n in counted.values()):
         freqs = _common_frequencies(cursor)
         for lexeme, n in counted.items():

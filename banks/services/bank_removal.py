@@ -21,6 +21,7 @@ from django.utils import timezone
 from banks.models import (
     AuditEvent,
     Bank,
+    BankLexeme,
     DuplicatePair,
     Entity,
     EntityLink,
@@ -97,6 +98,7 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
         "observations": _chunks(Observation.objects.filter(bank=bank)),
         "mental_models": _chunks(MentalModel.objects.filter(bank=bank)),
         "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank)),
+        "lexemes": _chunks(BankLexeme.objects.filter(bank=bank)),
         "webhook_deliveries": _chunks(WebhookDelivery.objects.filter(source__bank=bank)),
         "audit_events_kept": _detach_audit(bank),
     }

@@ -20,3 +20,16 @@ def lock_bank_for_new_content(bank: Bank) -> None:
     with connection.cursor() as cursor:
         # Both keys are int4; a bank pk past 2**31 folds onto another bank's key, which only serialises more.
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [RETAIN_LOCK, bank.pk % 2_147_483_647])
+
+
+# Counting a bank's lexemes (banks.services.text_statistics): one count per bank at a time.
+LEXEME_LOCK = 0x4D48_0002
+
+
+def try_lock_bank_lexemes(bank: Bank) -> bool:
+    """Take the bank's lexeme-count lock until the surrounding transaction ends; False if another holds it."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("try_lock_bank_lexemes needs a transaction")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [LEXEME_LOCK, bank.pk % 2_147_483_647])
+        return bool(cursor.fetchone()[0])

@@ -29,6 +29,7 @@ from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh, write_memory_rows
 from banks.services.memories import attach_entities, bank_embedder
+from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput
@@ -416,6 +417,7 @@ def archive_import(
         report.unresolved_links = links_unresolved(bank)
         if importer.big:
             memory_statistics_refresh()
+            bank_lexemes_after_load(bank)  # its word weights, before the first question
     # Bad lines are found while reading, duplicates while classifying: report them in file order.
     report.errors.sort(key=lambda e: (0, e["line"], "") if isinstance(e["line"], int) else (1, 0, str(e["line"])))
     if not dry_run:
