@@ -13,6 +13,7 @@ own index is being built no index matches, and PostgreSQL answers exactly (slowe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -114,9 +115,18 @@ def vectors_pending(bank_pk: int) -> int:
 
 
 __all__ = ["INDEX_BUILDING", "INDEX_OWN", "INDEX_SHARED", "INDEXED_DIMENSIONS", "bank_index_name", "bank_index_sql",
-           "distance_sql", "ef_search_for", "enable_iterative_scan", "hnsw_index_sql", "nearest_rows",
+           "distance_sql", "ef_search_for", "estimated_rows", "enable_iterative_scan", "hnsw_index_sql", "nearest_rows",
            "prepare_graph_walk", "vector_index_state", "vector_literal", "vector_scope", "vectors_pending",
            "walk_breadth"]
+
+
+def estimated_rows(cursor, sql: str, params: list[Any]) -> float:  # noqa: ANN001
+    """How many rows PostgreSQL's planner expects ``sql`` to return (its statistics; no rows are read)."""
+    cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+    plan = cursor.fetchone()[0]
+    if isinstance(plan, str):  # json arrives as text on some connections
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def ef_search_for(limit: int) -> int:

@@ -136,17 +136,17 @@ def http_recall(base: str, token: str, body: dict) -> dict:
 
 
 def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters) -> tuple[float, float]:
-    """How much of the exact top 10 (cosine, same filters) the HNSW answer returns, two ways.
+    """How much of the exact top 10 (cosine, same filters) recall's semantic arm returns, two ways.
 
-    By id: the share of the exact top-10 ids that the HNSW answer also holds. By distance: the share
-    of the HNSW answer at least as near as the exact 10th neighbour (ann-benchmarks' k-nn recall,
+    By id: the share of the exact top-10 ids that the arm's answer also holds. By distance: the share
+    of the arm's top 10 at least as near as the exact 10th neighbour (ann-benchmarks' k-nn recall,
     tolerance 1e-6). They differ where many rows tie at the 10th distance, as the bench's texts do
     (they differ by a number or two): any ten of the tied rows are an exact answer, and "by id" counts
-    all but one arbitrary choice of them as misses. The graph is walked as recall walks it for
-    max_results 10 (banks.vectors.walk_breadth).
+    all but one arbitrary choice of them as misses. The arm is called as recall calls it for
+    max_results 10 (walking the graph, or answering exactly where it chooses to).
     """
-    from banks.selectors.recall import _filters_sql, bank_recall_config
-    from banks.vectors import distance_sql, enable_iterative_scan, vector_literal, vector_scope, walk_breadth
+    from banks.selectors.recall import ARMS, _filters_sql, bank_recall_config
+    from banks.vectors import distance_sql, vector_literal
 
     embedder = get_embedder()
     where, params = _filters_sql(bank, filters)
@@ -154,22 +154,19 @@ def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters
     limit = bank_recall_config(bank).candidates(10)
     by_id = by_distance = total = 0
     for query in queries:
+        approx = ARMS["semantic"](bank, query, filters, limit)[:10]  # (pk, similarity), nearest first
         vector = vector_literal(embedder.embed_one(query))
-        # The index that holds the bank's vectors: the shared one, or its own after a big import.
-        sql = (f"SELECT m.id, {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "
-               f"AND {vector_scope(bank.pk, 'm')} ORDER BY {distance}{{exact}} LIMIT %s")
         with transaction.atomic(), connection.cursor() as cursor:
-            enable_iterative_scan(cursor, walk_breadth(limit, own=bank.own_vector_index))
-            cursor.execute(sql.format(exact=""), [vector, *params, embedder.dimensions, vector, limit])
-            approx = sorted(cursor.fetchall(), key=lambda r: r[1])[:10]
             cursor.execute("SET LOCAL enable_indexscan = off")
-            cursor.execute(sql.format(exact=" + 0"), [vector, *params, embedder.dimensions, vector, 10])
+            cursor.execute(f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} "
+                           f"AND m.embedding_dims = %s ORDER BY {distance} + 0 LIMIT 10",
+                           [vector, *params, embedder.dimensions, vector])
             exact = cursor.fetchall()
         if not exact:
             continue
         tenth = exact[-1][1]
         by_id += len({r[0] for r in approx} & {r[0] for r in exact})
-        by_distance += sum(1 for r in approx if r[1] <= tenth + 1e-6)
+        by_distance += sum(1 for r in approx if r[1] >= tenth - 1e-6)
         total += len(exact)
     return by_id / max(total, 1), by_distance / max(total, 1)
 

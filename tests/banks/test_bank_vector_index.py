@@ -67,6 +67,7 @@ def top_hit(bank: Bank, query: str) -> str:
 @pytest.fixture
 def small_threshold(settings):  # noqa: ANN001, ANN201
     settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN = 200
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # banks this small are otherwise read exactly, without a walk
     return settings
 
 

@@ -23,6 +23,11 @@ def _walk_statements(captured: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in captured.captured_queries if "hnsw." in q["sql"]]
 
 
+@pytest.fixture(autouse=True)
+def always_walk(settings):
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # banks this small are otherwise read exactly, without a walk
+
+
 @pytest.fixture
 def filled(bank):
     for i in range(30):

@@ -62,7 +62,8 @@ def captured_plans(bank, filters, query="charlie delta echo"):
     return hits, plans
 
 
-def test_semantic_arm_uses_the_hnsw_index(big_bank):
+def test_semantic_arm_uses_the_hnsw_index(big_bank, settings):
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # a bank this small is otherwise read exactly
     hits, plans = captured_plans(big_bank, RecallFilters())
     assert hits
     semantic = next(p for p in plans if "<=>" in p)

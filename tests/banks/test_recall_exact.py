@@ -1,0 +1,84 @@
+"""Semantic recall reads the rows themselves when its filters keep few of them, instead of walking a
+graph whose entries the filters mostly reject; it walks when the planner expects many, or when the
+read finds the planner was wrong."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from banks.providers import bank_embedder
+from banks.selectors import recall
+from banks.selectors.recall import RecallFilters, recall_memories
+from banks.services.memories import memory_retain
+from banks.vectors import distance_sql, vector_literal
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def walks(monkeypatch):
+    calls = []
+    real = recall.nearest_rows
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("wanted"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recall, "nearest_rows", spy)
+    return calls
+
+
+@pytest.fixture
+def tagged_bank(bank):
+    for i in range(60):
+        memory_retain(bank=bank, text=f"Field note {i}: the {'heron' if i % 2 else 'gull'} at the pier, tide {i}.",
+                      actor="test", near_dedup=False, tags=["rare"] if i % 20 == 0 else ["common"])
+    return bank
+
+
+def exact_nearest(bank, query: str, tag: str) -> list[int]:
+    embedder = bank_embedder(bank)
+    distance = distance_sql(embedder.dimensions, column="embedding")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM banks_memory WHERE bank_id = %s AND tags && %s::varchar[] "  # noqa: S608
+                       f"ORDER BY {distance} + 0, id DESC", [bank.pk, [tag], vector_literal(embedder.embed_one(query))])
+        return [r[0] for r in cursor.fetchall()]
+
+
+def test_a_filter_keeping_few_rows_is_answered_exactly_without_a_walk(tagged_bank, walks):
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
+    assert [pk for pk, _ in rows] == exact_nearest(tagged_bank, "heron at the pier", "rare")
+    assert len(rows) == 3 and walks == []
+    hits, *_ = recall_memories(tagged_bank, "heron at the pier", filters=RecallFilters(tags=["rare"]))
+    assert {h.memory_id for h in hits} == set(tagged_bank.memories.filter(tags__overlap=["rare"])
+                                                 .values_list("memory_id", flat=True))
+
+
+def test_many_expected_rows_walk_the_graph(tagged_bank, walks, settings):
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 5
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["common"]), 10)
+    assert len(rows) == 10 and walks == [10]
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # off
+    recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
+    assert walks == [10, 10]
+
+
+def test_an_estimate_the_rows_prove_wrong_stops_the_read_and_walks(tagged_bank, walks, settings, monkeypatch):
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 5
+    monkeypatch.setattr(recall, "estimated_rows", lambda *args: 1.0)  # fooled: 57 rows are tagged "common"
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["common"]), 10)
+    assert len(rows) == 10 and walks == [10]
+    # Fooled by less than twice the cap, the read stands: 3 rows, no walk.
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
+    assert len(rows) == 3 and walks == [10]
+
+
+def test_a_big_bank_without_a_narrowing_filter_walks_without_asking_the_planner(tagged_bank, walks, monkeypatch):
+    asked = []
+    monkeypatch.setattr(recall, "estimated_rows", lambda *args: asked.append(args) or 1.0)
+    tagged_bank.own_vector_index = True  # as after a big import (the flag is all recall reads)
+    recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
+    assert asked == [] and walks == [10]
+    recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
+    assert len(asked) == 1 and walks == [10]
