@@ -292,6 +292,8 @@ MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_00
 # hnsw.ef_search of recall's graph walk on a bank's own index (banks.vectors.walk_breadth); wider finds
 # more of the true nearest neighbours, at some milliseconds per question at a million rows.
 MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 400)
+# Recall's semantic arm runs on a second connection beside the other arms (memoryhub.read_beside); 0: one after another.
+MEMORYHUB_READ_BESIDE = env_bool("MEMORYHUB_READ_BESIDE", True)
 # A semantic search whose filters the planner expects to keep at most this many rows reads them all
 # instead of walking the graph (banks.selectors.recall); 0 always walks.
 MEMORYHUB_EXACT_SEARCH_ROWS = env_int("MEMORYHUB_EXACT_SEARCH_ROWS", 30_000)

@@ -101,4 +101,14 @@ def operator_client(operator: Any) -> Client:
     return client
 
 
+@pytest.fixture(autouse=True)
+def _read_beside_connections_closed() -> Any:
+    """Recall's helper thread holds connections of its own: closed after each test, as the test's are,
+    so none is open when the test database is dropped."""
+    yield
+    from memoryhub.read_beside import close_helper_connections
+
+    close_helper_connections()
+
+
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)

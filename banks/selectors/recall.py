@@ -41,6 +41,7 @@ from banks.vectors import (
     vectors_pending,
     walk_breadth,
 )
+from memoryhub.read_beside import read_beside
 from memoryhub.replica import read_connection, tolerates_lag
 
 __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_vector", "recall_bank",
@@ -220,6 +221,27 @@ def apply_token_budget(hits: list[RecallHit], max_tokens: int | None) -> tuple[l
     return kept, False
 
 
+def _timed_arm(name: str, bank: Bank, query: str, filters: RecallFilters,
+               limit: int) -> tuple[list[tuple[int, float]], float]:
+    started = time.perf_counter()
+    rows = ARMS[name](bank, query, filters, limit)
+    return rows, round((time.perf_counter() - started) * 1000, 3)
+
+
+def _run_arms(bank: Bank, arms: tuple[str, ...], query: str, keyword_query: str, filters: RecallFilters,
+              limit: int) -> dict[str, tuple[list[tuple[int, float]], float]]:
+    """Each arm's ranked rows and milliseconds. With the keyword arm in, the semantic arm runs on a
+    second connection while the others run here (memoryhub.read_beside): on a big bank the graph walk
+    and BM25 cost about the same, and a question waited for both one after the other."""
+    beside = read_beside(_timed_arm, "semantic", bank, query, filters, limit) \
+        if {"semantic", "keyword"} <= set(arms) else None
+    results = {name: _timed_arm(name, bank, keyword_query if name == "keyword" else query, filters, limit)
+               for name in arms if not (beside is not None and name == "semantic")}
+    if beside is not None:
+        results["semantic"] = beside.result()
+    return results
+
+
 def recall_memories(
     bank: Bank, query: str, *, max_results: int = 10, filters: RecallFilters | None = None,
     arms: tuple[str, ...] | None = None, config: RecallConfig | None = None,
@@ -246,10 +268,9 @@ def recall_memories(
         started = time.perf_counter()
         query_vector(bank_embedder(bank), query)
         trace.strategy_timings_ms["embed"] = round((time.perf_counter() - started) * 1000, 3)
+    results = _run_arms(bank, arms, query, keyword_query, filters, limit)
     for name in arms:
-        started = time.perf_counter()
-        rows = ARMS[name](bank, keyword_query if name == "keyword" else query, filters, limit)
-        trace.strategy_timings_ms[name] = round((time.perf_counter() - started) * 1000, 3)
+        rows, trace.strategy_timings_ms[name] = results[name]
         trace.strategy_candidate_counts[name] = len(rows)
         if name == "semantic" and rows:
             top_semantic = round(rows[0][1], 6)
