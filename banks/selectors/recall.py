@@ -16,7 +16,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from banks.content import estimate_tokens
@@ -25,6 +24,7 @@ from banks.providers import bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
+from banks.selectors.recall_exact import exact_nearest
 from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
@@ -34,7 +34,6 @@ from banks.vectors import (
     INDEX_BUILDING,
     INDEX_SHARED,
     distance_sql,
-    estimated_rows,
     nearest_rows,
     vector_index_state,
     vector_scope,
@@ -92,42 +91,13 @@ def _narrows(filters: RecallFilters) -> bool:
                 or filters.as_of is not None)
 
 
-def _semantic_exact_if_few(embedder: Any, vector: str, where: str, params: list[Any],
-                           limit: int) -> list[tuple[int, float]] | None:
-    """The nearest rows by reading every row the filters keep, when the planner expects few of them.
-
-    Walking a graph whose entries the filters mostly reject visits many entries per row kept, and a
-    bank of a few thousand memories in the shared graph is mostly other banks' entries: reading the
-    rows themselves costs less there, and misses none. None when the filters keep too many rows: the
-    planner's estimate says so, or the read finds more than twice the estimate allowed (correlated
-    filters fool the estimate), which stops it after a bounded number of rows.
-    """
-    cap = settings.MEMORYHUB_EXACT_SEARCH_ROWS
-    if cap <= 0:
-        return None
-    distance = distance_sql(embedder.dimensions, column="m.embedding")
-    with read_connection().cursor() as cursor:
-        if estimated_rows(cursor, f"SELECT 1 FROM banks_memory m WHERE {where}", params) > cap:  # noqa: S608
-            return None
-        # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
-        cursor.execute(
-            f"SELECT id, similarity, count(*) OVER () FROM (SELECT m.id, 1 - {distance} AS similarity "  # noqa: S608
-            f"FROM banks_memory m WHERE {where} AND m.embedding_dims = %s AND m.embedding_model = %s LIMIT %s) s "
-            f"ORDER BY similarity DESC NULLS LAST, id DESC LIMIT %s",
-            [vector, *params, embedder.dimensions, embedder.name, 2 * cap + 1, limit])
-        rows = cursor.fetchall()
-    if rows and rows[0][2] > 2 * cap:
-        return None
-    return [(r[0], float(r[1])) for r in rows]
-
-
 def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
     embedder = bank_embedder(bank)
     vector = query_vector(embedder, query)
     where, params = _filters_sql(bank, filters)
-    # A bank on its own index is big: without a narrowing filter, no estimate is needed to know it.
+    # A bank on its own index is big: without a narrowing filter, no estimate is needed to know it walks.
     if not bank.own_vector_index or _narrows(filters):
-        exact = _semantic_exact_if_few(embedder, vector, where, params, limit)
+        exact = exact_nearest(bank, embedder, vector, where, params, limit)
         if exact is not None:
             return exact
     distance = distance_sql(embedder.dimensions, column="m.embedding")

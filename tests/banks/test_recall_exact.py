@@ -1,6 +1,6 @@
-"""Semantic recall reads the rows themselves when its filters keep few of them, instead of walking a
-graph whose entries the filters mostly reject; it walks when the planner expects many, or when the
-read finds the planner was wrong."""
+"""Semantic recall reads the rows themselves where that costs less than walking a graph whose entries
+the filters mostly reject; it walks when the planner expects many rows, when the bank is most of its
+graph, or when the read finds the planner was wrong."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 
 from banks.providers import bank_embedder
-from banks.selectors import recall
+from banks.selectors import recall, recall_exact
+from banks.selectors.recall_exact import read_beats_walk
 from banks.selectors.recall import RecallFilters, recall_memories
 from banks.services.memories import memory_retain
 from banks.vectors import distance_sql, vector_literal
@@ -66,7 +67,7 @@ def test_many_expected_rows_walk_the_graph(tagged_bank, walks, settings):
 
 def test_an_estimate_the_rows_prove_wrong_stops_the_read_and_walks(tagged_bank, walks, settings, monkeypatch):
     settings.MEMORYHUB_EXACT_SEARCH_ROWS = 5
-    monkeypatch.setattr(recall, "estimated_rows", lambda *args: 1.0)  # fooled: 57 rows are tagged "common"
+    monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: 1.0)  # fooled: 57 rows are tagged "common"
     rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["common"]), 10)
     assert len(rows) == 10 and walks == [10]
     # Fooled by less than twice the cap, the read stands: 3 rows, no walk.
@@ -76,9 +77,34 @@ def test_an_estimate_the_rows_prove_wrong_stops_the_read_and_walks(tagged_bank, 
 
 def test_a_big_bank_without_a_narrowing_filter_walks_without_asking_the_planner(tagged_bank, walks, monkeypatch):
     asked = []
-    monkeypatch.setattr(recall, "estimated_rows", lambda *args: asked.append(args) or 1.0)
+    monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: asked.append(args) or 1.0)
     tagged_bank.own_vector_index = True  # as after a big import (the flag is all recall reads)
     recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
     assert asked == [] and walks == [10]
     recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
     assert len(asked) == 1 and walks == [10]
+
+
+def test_a_bank_that_is_most_of_its_graph_walks_even_without_filters(tagged_bank, walks, monkeypatch):
+    # As on a server holding one 5,000-memory bank: reading all of it costs more than walking 50 entries.
+    monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: 5000.0)
+    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 5200.0)
+    recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
+    assert walks == [10]
+    # The same bank among a million other memories is a sliver of the graph: read.
+    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 1_000_000.0)
+    recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
+    assert walks == [10]
+
+
+@pytest.mark.parametrize(("kept", "graph", "limit", "breadth", "read"), [
+    (20_000, 1_000_000, 50, 400, True),     # a 2 % tag on the 1M bank: 35 ms read against 57 ms walked
+    (58_000, 1_000_000, 50, 400, False),    # a 6 % tag: 96 ms read against 57 ms walked
+    (12, 1_000_000, 50, 50, True),          # a dozen memories in a shared graph of a million
+    (10_000, 10_000, 50, 50, False),        # a bank that is its whole graph
+    (600, 600, 50, 50, True),               # ...unless it is small enough that reading is cheap anyway
+    (0, 0, 50, 50, True),                   # an empty bank (statistics not yet gathered)
+])
+def test_reading_beats_walking_where_the_walk_would_visit_many_entries_per_row_read(kept, graph, limit, breadth,
+                                                                                   read):
+    assert read_beats_walk(kept, graph, limit, breadth) is read
