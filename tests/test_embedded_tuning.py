@@ -10,6 +10,7 @@ import pytest
 from memoryhub.embedded import (
     TUNING_FILE,
     _machine_memory,
+    _ships_prewarm,
     embedded_database_url,
     embedded_server_settings,
     release_embedded_database,
@@ -28,6 +29,8 @@ def test_settings_follow_the_machines_memory(memory, buffers, cache):
     settings = embedded_server_settings(memory)
     assert (settings["shared_buffers"], settings["effective_cache_size"]) == (buffers, cache)
     assert settings["max_wal_size"] == "4GB" and settings["random_page_cost"] == "1.1"
+    assert settings["shared_preload_libraries"] == "pg_prewarm"
+    assert "shared_preload_libraries" not in embedded_server_settings(memory, prewarm=False)
 
 
 def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(tmp_path: Path):
@@ -36,10 +39,13 @@ def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(tmp
     try:
         with psycopg.connect(url) as conn:
             shown = {name: conn.execute(f"SHOW {name}").fetchone()[0]  # noqa: S608  (names from our own dict)
-                     for name in ("shared_buffers", "max_wal_size", "random_page_cost")}
+                     for name in ("shared_buffers", "max_wal_size", "random_page_cost", "shared_preload_libraries")}
+
     finally:
         release_embedded_database(data_dir)
-    wanted = embedded_server_settings(_machine_memory())
+    wanted = embedded_server_settings(_machine_memory(), prewarm=_ships_prewarm())
+    # The autoprewarm worker wrote down at shutdown which pages the buffers held, for the next start.
+    assert (data_dir / "autoprewarm.blocks").exists() == _ships_prewarm()
     assert shown == {name: wanted[name] for name in shown}
     assert not tune_embedded_server(data_dir)  # written once: nothing changes on the next start
     assert (data_dir / "postgresql.conf").read_text().count(TUNING_FILE) == 1
