@@ -102,13 +102,15 @@ def operator_client(operator: Any) -> Client:
 
 
 @pytest.fixture(autouse=True)
-def _read_beside_connections_closed() -> Any:
+def _recall_process_state_reset() -> Any:
     """Recall's helper thread holds connections of its own: closed after each test, as the test's are,
-    so none is open when the test database is dropped."""
+    so none is open when the test database is dropped. Its per-process memos start empty."""
     yield
+    from banks.selectors.recall_memo import clear_recall_memos
     from memoryhub.read_beside import close_helper_connections
 
     close_helper_connections()
+    clear_recall_memos()  # per-process figures of banks (sizes, word counts) that the next test's banks may reuse
 
 
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)

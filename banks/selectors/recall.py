@@ -24,7 +24,7 @@ from banks.providers import bank_embedder, get_llm
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
-from banks.selectors.recall_exact import exact_nearest
+from banks.selectors.recall_exact import semantic_plan
 from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
@@ -95,11 +95,9 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     embedder = bank_embedder(bank)
     vector = query_vector(embedder, query)
     where, params = _filters_sql(bank, filters)
-    # A bank on its own index is big: without a narrowing filter, no estimate is needed to know it walks.
-    if not bank.own_vector_index or _narrows(filters):
-        exact = exact_nearest(bank, embedder, vector, where, params, limit)
-        if exact is not None:
-            return exact
+    plan = semantic_plan(bank, embedder, vector, where, params, limit, narrowed=_narrows(filters))
+    if plan.rows is not None:
+        return plan.rows
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
     # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
@@ -107,11 +105,12 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     # of the bank as this request loaded it.
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
            f"AND m.embedding_model = %s AND {{scope}} ORDER BY {distance}{{exact}} LIMIT %s")
-    rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, limit],
-                        limit=walk_breadth(limit, own=bank.own_vector_index), wanted=limit,
+    gather = plan.walk_rows
+    rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, gather],
+                        limit=walk_breadth(gather, own=bank.own_vector_index), wanted=limit,
                         scope=vector_scope(bank.pk, "m", own=bank.own_vector_index))
     # relaxed_order may return neighbours slightly out of order.
-    return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
+    return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])[:limit]
 
 
 def _keyword(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:

@@ -9,12 +9,15 @@ from django.db import connection
 
 from banks.providers import bank_embedder
 from banks.selectors import recall, recall_exact
-from banks.selectors.recall_exact import read_beats_walk
 from banks.selectors.recall import RecallFilters, recall_memories
+from banks.selectors.recall_exact import read_beats_walk, walk_rows
 from banks.services.memories import memory_retain
 from banks.vectors import distance_sql, vector_literal
 
 pytestmark = pytest.mark.django_db
+
+
+walks_gathered: list[list[int]] = []
 
 
 @pytest.fixture
@@ -24,7 +27,11 @@ def walks(monkeypatch):
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("wanted"))
+        gathered.append(args[1]()[-1])  # the walk's LIMIT
         return real(*args, **kwargs)
+
+    gathered: list[int] = []
+    walks_gathered.append(gathered)
 
     monkeypatch.setattr(recall, "nearest_rows", spy)
     return calls
@@ -108,3 +115,24 @@ def test_a_bank_that_is_most_of_its_graph_walks_even_without_filters(tagged_bank
 def test_reading_beats_walking_where_the_walk_would_visit_many_entries_per_row_read(kept, graph, limit, breadth,
                                                                                    read):
     assert read_beats_walk(kept, graph, limit, breadth) is read
+
+
+def test_a_walk_the_filters_mostly_reject_gathers_twice_the_rows_it_keeps(tagged_bank, walks, monkeypatch, settings):
+    settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # walk
+    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 1000.0)  # a graph of other banks' rows too
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
+    assert len(rows) == 3 and walks_gathered[-1] == [20]
+    # A bank that is most of the shared graph: no more than it needs.
+    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 60.0)
+    monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: 60.0)
+    rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
+    assert len(rows) == 10 and walks_gathered[-1] == [20, 10]
+
+
+@pytest.mark.parametrize(("kept", "graph", "own", "rows"), [
+    (18_000, 100_000, False, 100),  # a bank that is a fifth of the shared graph
+    (60_000, 100_000, False, 50),   # most of it
+    (20_000, 1_000_000, True, 50),  # a bank's own graph is walked wide already
+])
+def test_walk_rows(kept, graph, own, rows):
+    assert walk_rows(kept, graph, 50, own=own) == rows
