@@ -33,7 +33,7 @@ from memoryhub.replica import read_connection
 WALK_ENTRY_READS = 13
 # A walk of the shared graph that the filters mostly reject gathers this many times the rows it needs.
 WALK_OVERFETCH = 2
-_TABLE_ROWS = TtlMemo(300, max_entries=4)
+_SHARED_ROWS = TtlMemo(300, max_entries=4)
 _BANK_ROWS = TtlMemo(60, max_entries=10_000)
 
 
@@ -46,13 +46,12 @@ def read_beats_walk(kept: float, graph: float, limit: int, breadth: int) -> bool
     return kept <= WALK_ENTRY_READS * visits
 
 
-def _table_rows(cursor: Any) -> float:
-    """Rows of the memory table (the shared graph holds about as many), from the planner's statistics."""
-    cached = _TABLE_ROWS.get("memories")
+def _shared_graph_rows(cursor: Any) -> float:
+    """Rows in the shared graph (every bank's but those on an index of their own), by the planner's statistics."""
+    cached = _SHARED_ROWS.get("memories")
     if cached is None:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'banks_memory'::regclass")
-        cached = max(float(cursor.fetchone()[0]), 0.0)  # -1 before the table's first ANALYZE
-        _TABLE_ROWS.set("memories", cached)
+        cached = estimated_rows(cursor, "SELECT 1 FROM banks_memory WHERE NOT own_vector_index", [])
+        _SHARED_ROWS.set("memories", cached)
     return cached
 
 
@@ -89,7 +88,7 @@ def semantic_plan(bank: Bank, embedder: Any, vector: str, where: str, params: li
             kept = estimated_rows(cursor, f"SELECT 1 FROM banks_memory m WHERE {where}", params)  # noqa: S608
             if not narrowed:
                 _BANK_ROWS.set(bank.pk, kept)
-        graph = float(bank_text_stats(cursor, bank)[0]) if bank.own_vector_index else _table_rows(cursor)
+        graph = float(bank_text_stats(cursor, bank)[0]) if bank.own_vector_index else _shared_graph_rows(cursor)
         walk = SemanticPlan(None, walk_rows(kept, graph, limit, own=bank.own_vector_index))
         if kept > cap or not read_beats_walk(kept, graph, limit, walk_breadth(limit, own=bank.own_vector_index)):
             return walk

@@ -95,11 +95,11 @@ def test_a_big_bank_without_a_narrowing_filter_walks_without_asking_the_planner(
 def test_a_bank_that_is_most_of_its_graph_walks_even_without_filters(tagged_bank, walks, monkeypatch):
     # As on a server holding one 5,000-memory bank: reading all of it costs more than walking 50 entries.
     monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: 5000.0)
-    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 5200.0)
+    monkeypatch.setattr(recall_exact, "_shared_graph_rows", lambda cursor: 5200.0)
     recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
     assert walks == [10]
     # The same bank among a million other memories is a sliver of the graph: read.
-    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 1_000_000.0)
+    monkeypatch.setattr(recall_exact, "_shared_graph_rows", lambda cursor: 1_000_000.0)
     recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
     assert walks == [10]
 
@@ -119,11 +119,11 @@ def test_reading_beats_walking_where_the_walk_would_visit_many_entries_per_row_r
 
 def test_a_walk_the_filters_mostly_reject_gathers_twice_the_rows_it_keeps(tagged_bank, walks, monkeypatch, settings):
     settings.MEMORYHUB_EXACT_SEARCH_ROWS = 0  # walk
-    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 1000.0)  # a graph of other banks' rows too
+    monkeypatch.setattr(recall_exact, "_shared_graph_rows", lambda cursor: 1000.0)  # a graph of other banks' rows too
     rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(tags=["rare"]), 10)
     assert len(rows) == 3 and walks_gathered[-1] == [20]
     # A bank that is most of the shared graph: no more than it needs.
-    monkeypatch.setattr(recall_exact, "_table_rows", lambda cursor: 60.0)
+    monkeypatch.setattr(recall_exact, "_shared_graph_rows", lambda cursor: 60.0)
     monkeypatch.setattr(recall_exact, "estimated_rows", lambda *args: 60.0)
     rows = recall.ARMS["semantic"](tagged_bank, "heron at the pier", RecallFilters(), 10)
     assert len(rows) == 10 and walks_gathered[-1] == [20, 10]
