@@ -294,8 +294,8 @@ MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_00
 MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 400)
 # Recall's semantic arm runs on a second connection beside the other arms (memoryhub.read_beside); 0: one after another.
 MEMORYHUB_READ_BESIDE = env_bool("MEMORYHUB_READ_BESIDE", True)
-# A semantic search whose filters the planner expects to keep at most this many rows reads them all
-# instead of walking the graph (banks.selectors.recall); 0 always walks.
+# Most rows a semantic search reads and ranks exactly instead of walking the graph; it reads only where that
+# costs less than the walk (banks.selectors.recall_exact); 0 always walks.
 MEMORYHUB_EXACT_SEARCH_ROWS = env_int("MEMORYHUB_EXACT_SEARCH_ROWS", 30_000)
 
 
