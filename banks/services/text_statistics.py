@@ -52,10 +52,10 @@ def bank_lexemes_count(bank: Bank) -> int | None:
     return stored
 
 
-def bank_lexemes_forget(bank: Bank) -> None:
+def bank_lexemes_forget(bank_pk: int) -> None:
     with transaction.atomic():
-        BankLexeme.objects.filter(bank=bank).delete()
-        BankTextStatistics.objects.filter(bank=bank).delete()
+        BankLexeme.objects.filter(bank_id=bank_pk).delete()
+        BankTextStatistics.objects.filter(bank_id=bank_pk).delete()
 
 
 def _needs_count(bank: Bank, live_rows: int, stats: BankTextStatistics | None) -> bool:
@@ -75,7 +75,7 @@ def bank_lexemes_refresh_all() -> list[int]:
         big = {int(pk): int(n) for pk, n in cursor.fetchall()}
     stats = {s.bank_id: s for s in BankTextStatistics.objects.all()}
     for pk in set(stats) - set(big):
-        bank_lexemes_forget(stats[pk].bank)
+        bank_lexemes_forget(pk)
     counted: list[int] = []
     for bank in Bank.objects.filter(pk__in=list(big), deleted_at__isnull=True).order_by("pk"):
         if _needs_count(bank, big[bank.pk], stats.get(bank.pk)) and bank_lexemes_count(bank) is not None:
