@@ -20,28 +20,29 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from banks.models import Bank, Memory
+from banks.services.locks import BANK_LOAD_LOCK, VECTOR_INDEX_LOCK, bank_lock_key
 from banks.services.memories import bank_embedder
 from banks.services.vector_fill import bank_vectors_fill
 from banks.vectors import bank_index_name, bank_index_sql
 
 logger = logging.getLogger(__name__)
 
-# pg_advisory_lock key spaces, one key per bank: its index work (two builds never race), and its bulk
-# loads (held shared while an import loads; the periodic repair never builds under a running load).
-_LOCK_CLASS = 0x4D48_0001
-_LOAD_CLASS = 0x4D48_0002
+# Session-level advisory locks, one key per bank (banks.services.locks): its index work (two builds never
+# race), and its bulk loads (held shared while an import loads; the periodic repair never builds under one).
+_LOCK_CLASS = VECTOR_INDEX_LOCK
+_LOAD_CLASS = BANK_LOAD_LOCK
 
 
 @contextmanager
 def bank_loading(bank: Bank) -> Iterator[None]:
     """Mark a bulk load into ``bank`` in progress (a session lock: it outlives the load's transactions)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock_shared(%s, %s)", [_LOAD_CLASS, bank.pk])
+        cursor.execute("SELECT pg_advisory_lock_shared(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock_shared(%s, %s)", [_LOAD_CLASS, bank.pk])
+            cursor.execute("SELECT pg_advisory_unlock_shared(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
 
 
 def bank_vector_index_adopt(bank: Bank) -> bool:
@@ -107,7 +108,7 @@ def bank_vector_index_build(bank: Bank) -> bool:
     name = bank_index_name(bank.pk)
     concurrently = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, bank.pk])
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, bank_lock_key(bank.pk)])
         try:
             cursor.execute("SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
                            "WHERE i.indexrelid = to_regclass(%s)", [name])
@@ -128,7 +129,7 @@ def bank_vector_index_build(bank: Bank) -> bool:
                 cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
                                "set_config('max_parallel_maintenance_workers', %s, false)", [memory, workers])
         finally:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank.pk])
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank_lock_key(bank.pk)])
     logger.info("built vector index %s for bank %s", name, bank.bank_id)
     return True
 
@@ -152,7 +153,7 @@ def bank_vector_indexes_repair() -> int:
             row = cursor.fetchone()
             if row and row[0]:
                 continue
-            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOAD_CLASS, bank.pk])
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
             if not cursor.fetchone()[0]:
                 continue  # an import is loading into it and builds when it ends
         try:
@@ -160,5 +161,5 @@ def bank_vector_indexes_repair() -> int:
             built += bank_vector_index_build(bank)
         finally:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank.pk])
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
     return built

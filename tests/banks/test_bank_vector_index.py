@@ -145,6 +145,7 @@ def test_a_rerun_after_a_kill_builds_the_index_and_stores_nothing_twice(make_ban
 @pytest.mark.django_db(transaction=True)
 def test_the_periodic_repair_builds_a_missing_index_but_never_under_a_running_load(make_bank, small_threshold,
                                                                                    tmp_path):
+    from banks.services.locks import BANK_LOAD_LOCK, bank_lock_key
     from banks.services.vector_indexes import bank_loading, bank_vector_indexes_repair
     from portability.services.job_health import jobs_sweep
 
@@ -161,7 +162,7 @@ def test_the_periodic_repair_builds_a_missing_index_but_never_under_a_running_lo
         other = connections.create_connection("default")
         try:
             with other.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [0x4D48_0002, bank.pk])
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [BANK_LOAD_LOCK, bank_lock_key(bank.pk)])
                 assert cursor.fetchone()[0] is False
         finally:
             other.close()
@@ -290,3 +291,28 @@ def test_recall_walks_a_banks_own_index_wider_than_the_shared_one(make_bank, sma
     assert big.own_vector_index and walked(big, texts[7]) == "321"
     assert walked(small, "single note") == "50"  # as broad as the 50 candidates recall asks for
     assert walked(big, texts[8]) == "321"  # switched back for the big bank
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retain_does_not_wait_for_its_banks_index_build(make_bank):
+    """The build holds its bank's index lock for minutes at a million memories; a retain into the same
+    bank takes the bank's retain lock, which must be another key."""
+    import psycopg
+
+    from banks.services.locks import LOCK_CLASSES, VECTOR_INDEX_LOCK, bank_lock_key
+
+    assert len(set(LOCK_CLASSES)) == len(LOCK_CLASSES)
+    bank = make_bank("building")
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as builder:  # another session, as the build's would be
+        builder.execute("SELECT pg_advisory_lock(%s, %s)", [VECTOR_INDEX_LOCK, bank_lock_key(bank.pk)])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            outcome = memory_retain(bank=bank, text="stored while the bank's index builds", actor="test")
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+    assert outcome.stored
