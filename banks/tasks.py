@@ -73,6 +73,14 @@ def count_lexemes() -> list[int]:
     return bank_lexemes_refresh_all()
 
 
+@shared_task(name="banks.index_tags")
+def index_tags() -> list[int]:
+    """Choose and build the vector indexes of the big tags of big banks that changed (Celery beat)."""
+    from banks.services.tag_indexes import bank_tag_indexes_refresh_all
+
+    return bank_tag_indexes_refresh_all()
+
+
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""

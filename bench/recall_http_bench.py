@@ -181,6 +181,30 @@ def prewarm_memories() -> int:
         return int(cursor.fetchone()[0])
 
 
+def tag_indexes(bank: Bank, *, drop: bool) -> None:
+    """Do what the periodic job (banks.index_tags) does after a load: count the big banks' tags and build
+    the indexes of the big ones; or, with ``drop``, measure without them."""
+    from banks.models import BankTagIndex
+    from banks.services.tag_indexes import bank_tag_indexes_drop, bank_tag_indexes_refresh_all
+    from banks.services.text_statistics import bank_lexemes_refresh_all
+
+    if drop:
+        for pk in set(BankTagIndex.objects.values_list("bank_id", flat=True)):
+            bank_tag_indexes_drop(pk)
+        print("tag indexes: none (--no-tag-indexes)", flush=True)
+        return
+    started = time.perf_counter()
+    bank_lexemes_refresh_all()  # the banks big enough for statistics are the ones whose tags are counted
+    refreshed = bank_tag_indexes_refresh_all()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), coalesce(sum(pg_relation_size(to_regclass('memory_hnsw_tag_' || id))), 0) "
+                       "FROM banks_banktagindex WHERE built_at IS NOT NULL")
+        built, size = cursor.fetchone()
+    print(f"tag indexes: {len(refreshed)} banks refreshed in {time.perf_counter() - started:.1f} s; {built} built "
+          f"({size / 1e6:.0f} MB); on {bank.bank_id}: "
+          f"{list(BankTagIndex.objects.filter(bank=bank).values_list('tag', 'rows')[:5])}...", flush=True)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -194,6 +218,8 @@ def main() -> None:
     parser.add_argument("--bank", default="", help="measure an existing bank instead of populating one")
     parser.add_argument("--no-populate", action="store_true",
                         help="with --banks: measure the tenant banks already populated, add nothing")
+    parser.add_argument("--no-tag-indexes", action="store_true",
+                        help="measure without the big tags' own vector indexes (dropping any built)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     tenants: list[Bank] = []
@@ -222,6 +248,7 @@ def main() -> None:
         populate(bank, args.memories)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE banks_memory")  # once: per bank it made populating 10,000 banks crawl
+    tag_indexes(bank, drop=args.no_tag_indexes)
     if not tenants:
         print(f"bank {bank.bank_id}: {Memory.objects.filter(bank=bank).count()} memories", flush=True)
     sizes_by_bank = {t.pk: s for t, s in zip(tenants, tenant_sizes(args.memories, args.banks), strict=False)}

@@ -267,6 +267,14 @@ MEMORYHUB_DUPLICATE_RESCAN_SECONDS = env_int("MEMORYHUB_DUPLICATE_RESCAN_SECONDS
 # the keyword arm (banks.models.text_statistics), checked this often and counted again when they drift.
 MEMORYHUB_LEXEME_STATISTICS_MIN = env_int("MEMORYHUB_LEXEME_STATISTICS_MIN", 20_000)
 MEMORYHUB_LEXEME_STATISTICS_SECONDS = env_int("MEMORYHUB_LEXEME_STATISTICS_SECONDS", 900)
+# In those banks, each tag on at least MEMORYHUB_TAG_INDEX_MIN live memories (and at most a fifth of the bank)
+# gets an HNSW index of its own, up to MEMORYHUB_TAG_INDEXES_PER_BANK tags, largest first, and together no
+# more entries than the bank has memories (banks.services.tag_indexes): recall filtered on one such tag
+# walks it. Each indexed memory costs its vector's index entry again (about 2 KB at 384 dimensions).
+# Checked this often; 0 tags per bank turns it off.
+MEMORYHUB_TAG_INDEX_MIN = env_int("MEMORYHUB_TAG_INDEX_MIN", 10_000)
+MEMORYHUB_TAG_INDEXES_PER_BANK = env_int("MEMORYHUB_TAG_INDEXES_PER_BANK", 64)
+MEMORYHUB_TAG_INDEX_SECONDS = env_int("MEMORYHUB_TAG_INDEX_SECONDS", 900)
 # A bank with more memories than this is deleted by a job (202) rather than inside the request.
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
@@ -274,6 +282,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
     "banks-lexeme-statistics": {"task": "banks.count_lexemes", "schedule": float(MEMORYHUB_LEXEME_STATISTICS_SECONDS)},
+    "banks-tag-indexes": {"task": "banks.index_tags", "schedule": float(MEMORYHUB_TAG_INDEX_SECONDS)},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -7,6 +7,7 @@ from banks.models.live import MentalModel, MentalModelRevision, Observation, Obs
 from banks.models.memories import Entity, EntityLink, Memory, MemoryEntity, MemoryLink
 from banks.models.rate_limits import RateCounter
 from banks.models.records import ApiToken, AuditEvent, Job, JobState
+from banks.models.tag_indexes import BankTagIndex
 from banks.models.text_statistics import BankLexeme, BankTextStatistics
 from banks.models.usage import BankUsage
 from banks.models.webhooks import WebhookDelivery, WebhookSource
@@ -18,6 +19,7 @@ __all__ = [
     "BankLexeme",
     "BankMembership",
     "BankRole",
+    "BankTagIndex",
     "BankTextStatistics",
     "BankUsage",
     "DuplicatePair",

@@ -26,6 +26,9 @@ class BankTextStatistics(models.Model):
     search_config = models.CharField(max_length=63)
     live_rows = models.BigIntegerField()
     counted_at = models.DateTimeField()
+    # Live memories when its tags were last counted for their vector indexes (banks.services.tag_indexes);
+    # None: not counted since the statistics were made (a big load resets it).
+    tags_live_rows = models.BigIntegerField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"text statistics of {self.bank_id} ({self.live_rows} rows)"

@@ -95,9 +95,14 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     embedder = bank_embedder(bank)
     vector = query_vector(embedder, query)
     where, params = _filters_sql(bank, filters)
-    plan = semantic_plan(bank, embedder, vector, where, params, limit, narrowed=_narrows(filters))
+    plan = semantic_plan(bank, embedder, vector, where, params, limit, narrowed=_narrows(filters),
+                         tags=tuple(filters.tags or ()))
     if plan.rows is not None:
         return plan.rows
+    if plan.tag_scope is not None:
+        # The tag's clause comes with the scope, as literals: repeated as a parameter, the planner would
+        # count its selectivity twice and sort the tagged rows rather than walk their graph.
+        where, params = _filters_sql(bank, replace(filters, tags=None))
     distance = distance_sql(embedder.dimensions, column="m.embedding")
     # Only vectors of the same model are comparable, even at the same size (hashing-384 vs MiniLM).
     # Vetted: {distance} is distance_sql() (int-cast dimension), {where} _filters_sql() (fixed clauses).
@@ -106,9 +111,10 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     sql = (f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} AND m.embedding_dims = %s "  # noqa: S608
            f"AND m.embedding_model = %s AND {{scope}} ORDER BY {distance}{{exact}} LIMIT %s")
     gather = plan.walk_rows
+    # A tag with a graph of its own is walked there (banks.models.tag_indexes), as wide as a bank's own graph.
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, gather],
-                        limit=walk_breadth(gather, own=bank.own_vector_index), wanted=limit,
-                        scope=vector_scope(bank.pk, "m", own=bank.own_vector_index))
+                        limit=walk_breadth(gather, own=bank.own_vector_index or plan.tag_scope is not None),
+                        wanted=limit, scope=plan.tag_scope or vector_scope(bank.pk, "m", own=bank.own_vector_index))
     # relaxed_order may return neighbours slightly out of order.
     return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])[:limit]
 

@@ -8,6 +8,9 @@ took 57 ms walked (p95 100 ms, 93 % of the true ten nearest found) and 35 ms rea
 57 ms walked and 96 ms read. A bank of a dozen memories in a shared graph of a million is read;
 a 10,000-memory bank that is most of its graph is walked (reading it cost four times the walk under load).
 
+A search filtered on one tag that has a graph of its own (banks.models.tag_indexes) weighs the walk of
+that graph instead: it is about as big as what the filter keeps, so the walk wastes little.
+
 Where the walk is chosen, a walk of the shared graph that the filters mostly reject gathers more rows
 than it needs (``walk_rows``): the first rows such a walk finds are not all the nearest.
 
@@ -26,6 +29,7 @@ from django.conf import settings
 from banks.models import Bank
 from banks.selectors.recall_keyword import bank_text_stats
 from banks.selectors.recall_memo import TtlMemo
+from banks.vector_tags import tag_scope
 from banks.vectors import distance_sql, estimated_rows, walk_breadth
 from memoryhub.replica import read_connection
 
@@ -35,6 +39,7 @@ WALK_ENTRY_READS = 13
 WALK_OVERFETCH = 2
 _SHARED_ROWS = TtlMemo(300, max_entries=4)
 _BANK_ROWS = TtlMemo(60, max_entries=10_000)
+_TAG_GRAPHS = TtlMemo(60, max_entries=10_000)
 
 
 def read_beats_walk(kept: float, graph: float, limit: int, breadth: int) -> bool:
@@ -68,16 +73,35 @@ def walk_rows(kept: float, graph: float, limit: int, *, own: bool) -> int:
 
 @dataclass(frozen=True)
 class SemanticPlan:
-    """How the semantic arm answers: ``rows`` read exactly, or (None) a walk gathering ``walk_rows``."""
+    """How the semantic arm answers: ``rows`` read exactly, or (None) a walk gathering ``walk_rows``;
+    ``tag_scope``: walk the graph of the filter's one tag (its clause, banks.vector_tags.tag_scope)."""
 
     rows: list[tuple[int, float]] | None
     walk_rows: int
+    tag_scope: str | None = None
+
+
+def _tag_graph_rows(cursor: Any, bank: Bank, dims: int, tag: str) -> int | None:
+    """The rows of ``tag``'s own graph in the bank when its index is built and valid (else None).
+
+    The bank's built tag indexes are kept a minute: one is used only once the index is valid, and
+    one dropped meanwhile only leaves the walk's query without an index (answered exactly)."""
+    graphs = _TAG_GRAPHS.get((bank.pk, dims))
+    if graphs is None:
+        cursor.execute("SELECT t.tag, t.rows FROM banks_banktagindex t JOIN pg_index i "
+                       "ON i.indexrelid = to_regclass('memory_hnsw_tag_' || t.id) "
+                       "WHERE t.bank_id = %s AND t.dimensions = %s AND i.indisvalid AND i.indisready",
+                       [bank.pk, dims])
+        graphs = {str(t): int(n) for t, n in cursor.fetchall()}
+        _TAG_GRAPHS.set((bank.pk, dims), graphs)
+    return graphs.get(tag)
 
 
 def semantic_plan(bank: Bank, embedder: Any, vector: str, where: str, params: list[Any], limit: int,
-                  *, narrowed: bool) -> SemanticPlan:
+                  *, narrowed: bool, tags: tuple[str, ...] = ()) -> SemanticPlan:
     """Read the ``limit`` nearest rows passing ``where`` when that costs less than the walk (or say how to
-    walk). ``narrowed``: filters beyond the bank; a bank on its own graph without them just walks."""
+    walk). ``narrowed``: filters beyond the bank; a bank on its own graph without them just walks.
+    ``tags``: the filter's tags; one that has a graph of its own is walked there."""
     if bank.own_vector_index and not narrowed:
         return SemanticPlan(None, limit)
     cap = settings.MEMORYHUB_EXACT_SEARCH_ROWS
@@ -88,9 +112,17 @@ def semantic_plan(bank: Bank, embedder: Any, vector: str, where: str, params: li
             kept = estimated_rows(cursor, f"SELECT 1 FROM banks_memory m WHERE {where}", params)  # noqa: S608
             if not narrowed:
                 _BANK_ROWS.set(bank.pk, kept)
-        graph = float(bank_text_stats(cursor, bank)[0]) if bank.own_vector_index else _shared_graph_rows(cursor)
-        walk = SemanticPlan(None, walk_rows(kept, graph, limit, own=bank.own_vector_index))
-        if kept > cap or not read_beats_walk(kept, graph, limit, walk_breadth(limit, own=bank.own_vector_index)):
+        # Only a search that keeps a good part of a tag index's least rows can gain by walking one.
+        tag_rows = _tag_graph_rows(cursor, bank, embedder.dimensions, tags[0]) \
+            if len(tags) == 1 and kept >= settings.MEMORYHUB_TAG_INDEX_MIN / 4 else None
+        own = bank.own_vector_index or tag_rows is not None
+        if tag_rows is not None:
+            graph = float(tag_rows)
+        else:
+            graph = float(bank_text_stats(cursor, bank)[0]) if bank.own_vector_index else _shared_graph_rows(cursor)
+        walk = SemanticPlan(None, walk_rows(kept, graph, limit, own=own),
+                            tag_scope(bank.pk, embedder.dimensions, tags[0], "m") if tag_rows is not None else None)
+        if kept > cap or not read_beats_walk(kept, graph, limit, walk_breadth(limit, own=own)):
             return walk
         distance = distance_sql(embedder.dimensions, column="m.embedding")
         # Vetted: {distance} is distance_sql() (int-cast dimension), {where} the caller's _filters_sql().

@@ -35,6 +35,7 @@ from banks.models import (
 )
 from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
+from banks.services.tag_indexes import bank_tag_indexes_drop
 from memoryhub.queue import send_task
 
 KIND = "bank_delete"
@@ -89,6 +90,8 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
                      progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Delete everything of a (hidden) bank, then the bank row; returns the counts removed."""
     counts = {
+        # Its tags' vector indexes first: no vacuum of the deleted rows has to tidy them.
+        "tag_indexes": bank_tag_indexes_drop(bank.pk),
         # Rows that point at memories first, so each memory chunk cascades into little.
         "duplicate_pairs": _chunks(DuplicatePair.objects.filter(bank=bank)),
         "memory_links": _chunks(MemoryLink.objects.filter(bank=bank)),

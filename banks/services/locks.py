@@ -19,7 +19,9 @@ LEXEME_LOCK = 0x4D48_0002
 VECTOR_INDEX_LOCK = 0x4D48_0003
 # A bulk load into a bank, held shared for the load (the periodic repair never builds under one).
 BANK_LOAD_LOCK = 0x4D48_0004
-LOCK_CLASSES = (RETAIN_LOCK, LEXEME_LOCK, VECTOR_INDEX_LOCK, BANK_LOAD_LOCK)
+# Choosing and building a bank's tag indexes (banks.services.tag_indexes): one refresh per bank at a time.
+TAG_INDEX_LOCK = 0x4D48_0005
+LOCK_CLASSES = (RETAIN_LOCK, LEXEME_LOCK, VECTOR_INDEX_LOCK, BANK_LOAD_LOCK, TAG_INDEX_LOCK)
 
 
 def bank_lock_key(bank_pk: int) -> int:

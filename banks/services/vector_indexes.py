@@ -20,8 +20,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from banks.models import Bank, Memory
+from banks.services.index_builds import index_build_settings
 from banks.services.locks import BANK_LOAD_LOCK, VECTOR_INDEX_LOCK, bank_lock_key
 from banks.services.memories import bank_embedder
+from banks.services.tag_indexes import bank_tag_indexes_drop
 from banks.services.vector_fill import bank_vectors_fill
 from banks.vectors import bank_index_name, bank_index_sql
 
@@ -82,24 +84,25 @@ def bank_vector_index_prepare(bank: Bank, *, incoming: int) -> bool:
     Big imports (``MEMORYHUB_OWN_VECTOR_INDEX_MIN`` or more) move the bank onto its own index; when
     the import is at least as large as what the bank holds, that index is dropped now and rebuilt
     by ``bank_vector_index_build`` afterwards (one parallel build beats as many inserts into the
-    graph). Returns True when the caller must build afterwards.
+    graph), and its tags' indexes too (the periodic job builds them again, banks.services.tag_indexes).
+    Returns True when the caller must build afterwards.
     """
     if incoming < settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN and not bank.own_vector_index:
         return False
     bank_vector_index_adopt(bank)
-    if not _index_exists(bank.pk):
-        return True
+    missing = not _index_exists(bank.pk)
     if incoming >= Memory.objects.filter(bank_id=bank.pk).count():
         bank_vector_index_drop(bank)
+        bank_tag_indexes_drop(bank.pk)  # kept up row by row they would cost the load what this spares it
         return True
-    return False
+    return missing
 
 
 def bank_vector_index_build(bank: Bank) -> bool:
     """Build the bank's own index if it is missing or invalid (a build killed half way); True if it built.
 
     Uses ``MEMORYHUB_INDEX_BUILD_MEMORY`` and ``MEMORYHUB_INDEX_BUILD_WORKERS`` for this session
-    only: an HNSW graph that does not fit ``maintenance_work_mem`` builds an order of magnitude slower.
+    only (banks.services.index_builds).
     """
     bank.refresh_from_db(fields=["own_vector_index", "embedding_provider"])
     if not bank.own_vector_index:
@@ -117,17 +120,8 @@ def bank_vector_index_build(bank: Bank) -> bool:
                 return False
             if row:  # left invalid by an interrupted concurrent build, or for vectors of another size
                 cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
-            cursor.execute("SELECT current_setting('maintenance_work_mem'), "
-                           "current_setting('max_parallel_maintenance_workers')")
-            memory, workers = cursor.fetchone()
-            cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
-                           "set_config('max_parallel_maintenance_workers', %s, false)",
-                           [settings.MEMORYHUB_INDEX_BUILD_MEMORY, str(settings.MEMORYHUB_INDEX_BUILD_WORKERS)])
-            try:
+            with index_build_settings(cursor):
                 cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently))
-            finally:
-                cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
-                               "set_config('max_parallel_maintenance_workers', %s, false)", [memory, workers])
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank_lock_key(bank.pk)])
     logger.info("built vector index %s for bank %s", name, bank.bank_id)

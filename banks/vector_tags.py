@@ -1,0 +1,60 @@
+"""Which tags of a bank get a vector index of their own, and the SQL that names those indexes. Pure.
+
+A walk of a bank's graph for the rows of one tag visits about ``limit / share`` entries before
+``limit`` of them carry the tag: for a tag on a fifth of the bank or more that is no wider than the
+walk recall makes anyway (banks.vectors.walk_breadth), so only rarer tags are worth a graph of their
+own. A tag needs enough rows too: below ``min_rows`` reading them all is as quick as any walk
+(banks.selectors.recall_exact).
+"""
+
+from __future__ import annotations
+
+# Tags on a larger share of the bank are walked in the bank's graph (see above).
+MAX_SHARE = 0.2
+# The tags' graphs of a bank together hold at most this many entries per row of the bank.
+MAX_ENTRIES = 1.0
+
+
+def choose_tags(counts: list[tuple[str, int]], bank_rows: int, *, min_rows: int,
+                per_bank: int) -> list[tuple[str, int]]:
+    """The ``(tag, rows)`` of ``counts`` to index: at least ``min_rows`` and at most ``MAX_SHARE`` of the
+    bank's ``bank_rows``, largest first (ties by name, so a choice is stable), ``per_bank`` at most, and
+    together no more entries than the bank has rows (``MAX_ENTRIES``: the tags' graphs at most double
+    what the bank's vectors cost in index space; a memory with several big tags is in several)."""
+    fit = sorted(((tag, rows) for tag, rows in counts if min_rows <= rows <= MAX_SHARE * bank_rows),
+                 key=lambda item: (-item[1], item[0]))
+    chosen: list[tuple[str, int]] = []
+    entries = 0
+    for tag, rows in fit:
+        if len(chosen) >= per_bank:
+            break
+        if entries + rows <= MAX_ENTRIES * bank_rows:
+            chosen.append((tag, rows))
+            entries += rows
+    return chosen
+
+
+def tag_index_name(index_pk: int) -> str:
+    return f"memory_hnsw_tag_{int(index_pk)}"
+
+
+def tag_array_literal(tag: str) -> str:
+    """``tag`` as a one-element varchar[] literal. With standard_conforming_strings (PostgreSQL's default
+    since 9.1, and what psycopg relies on) a doubled quote is the only escape a string literal needs."""
+    if "\x00" in tag:
+        raise ValueError("a tag cannot hold a NUL character")
+    return "ARRAY['" + tag.replace("'", "''") + "']::varchar[]"
+
+
+def tag_scope(bank_pk: int, dims: int, tag: str, alias: str = "") -> str:
+    """The clause that sends a vector search of ``tag``'s rows in bank ``bank_pk`` to the tag's index:
+    the index's predicate, written as literals so the planner can match it whatever the binding."""
+    prefix = f"{alias}." if alias else ""
+    return (f"{prefix}bank_id = {int(bank_pk)} AND {prefix}embedding_dims = {int(dims)} "
+            f"AND {prefix}tags && {tag_array_literal(tag)}")
+
+
+def tag_index_sql(index_pk: int, bank_pk: int, dims: int, tag: str, *, concurrently: bool) -> str:
+    how = "CONCURRENTLY " if concurrently else ""
+    return (f"CREATE INDEX {how}IF NOT EXISTS {tag_index_name(index_pk)} ON banks_memory USING hnsw "
+            f"((embedding::vector({int(dims)})) vector_cosine_ops) WHERE {tag_scope(bank_pk, dims, tag)}")
