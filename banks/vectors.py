@@ -23,14 +23,16 @@ _FORMATS: dict[int, str] = {}
 
 
 def vector_literal(values: list[float]) -> str:
-    """pgvector's text form, 7 significant digits (float4 keeps no more); an import formats millions."""
+    """pgvector's text form, 9 significant digits: every single-precision value comes back exactly from
+    nine (seven moved most of an exported vector's values by a unit in the last place); an import
+    formats millions."""
     if values.count(0) * 2 > len(values):
         # Mostly zeros (a hashing vector): those are written without formatting.
-        return "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in values) + "]"
+        return "[" + ",".join("0" if v == 0 else f"{v:.9g}" for v in values) + "]"
     # Dense (a model's vector): one %-format for the whole vector costs 60 % of formatting each value.
     template = _FORMATS.get(len(values))
     if template is None:
-        template = _FORMATS.setdefault(len(values), "[" + ",".join(["%.7g"] * len(values)) + "]")
+        template = _FORMATS.setdefault(len(values), "[" + ",".join(["%.9g"] * len(values)) + "]")
     return template % tuple(values)
 
 

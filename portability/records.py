@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memoryhub.input_rules import UnstorableInput, check_storable, utc_datetime
+from portability.vector_text import VectorText
 
 
 @dataclass
@@ -60,7 +61,8 @@ class MemoryRecord:
     source: str | None = None
     memory_layer: str | None = None
     entities: list[EntityRecord] = field(default_factory=list)
-    embedding: list[float] | None = None
+    # Floats, or (read from an AMA line) the array's text, parsed only if asked.
+    embedding: list[float] | VectorText | None = None
     embedding_model: str | None = None
     links: list[LinkRecord] = field(default_factory=list)
     entity_links: list[EntityLinkRecord] = field(default_factory=list)
@@ -105,7 +107,9 @@ def record_problem(record: MemoryRecord) -> str | None:
                 setattr(record, name, utc_datetime(value, name))
     except UnstorableInput as exc:
         return str(exc)
-    if record.embedding is not None and not storable_vector(record.embedding):
+    # A vector kept as its text was checked by its grammar as it was read (portability.vector_text).
+    if record.embedding is not None and not isinstance(record.embedding, VectorText) \
+            and not storable_vector(record.embedding):
         return "field 'embedding' must hold finite numbers within single precision (±3.4e38)"
     return None
 

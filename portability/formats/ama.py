@@ -41,6 +41,7 @@ from portability.records import (
     RecordError,
     storable_vector,
 )
+from portability.vector_text import PLACEHOLDER, VectorText, cut_vector
 
 AMA_VERSION = 1
 DEFAULT_MAX_LINE_BYTES = 10 * 1024 * 1024
@@ -106,7 +107,7 @@ def _parse_header(line: str | bytes | _TooLong | None, max_bytes: int) -> Archiv
     if not text:
         raise AmaHeaderError("AMA file is empty")
     try:
-        data = json.loads(text)
+        data = _loads_memory_line(text)
     except json.JSONDecodeError as exc:
         raise AmaHeaderError(f"AMA header is not valid JSON: {exc}") from None
     except RecursionError:
@@ -211,9 +212,9 @@ def _links(value: Any) -> list[LinkRecord]:
     return links
 
 
-def _embedding(value: Any) -> list[float] | None:
-    if value is None:
-        return None
+def _embedding(value: Any) -> list[float] | VectorText | None:
+    if value is None or isinstance(value, VectorText):  # the latter checked by its grammar
+        return value
     # The common case, checked in C: JSON gave floats that PostgreSQL can store (the rule every format
     # meets in record_problem); anything else takes the full check below.
     if isinstance(value, list) and value and all(type(x) is float for x in value) and storable_vector(value):
@@ -251,6 +252,21 @@ def _memory(data: dict[str, Any], number: int) -> MemoryRecord:
     )
 
 
+def _loads_memory_line(text: str) -> Any:
+    """The line's JSON, its ``"embedding"`` kept as text when it is a plain array of numbers
+    (portability.vector_text); any doubt and the whole line is parsed as it is."""
+    cut = cut_vector(text)
+    if cut is not None:
+        try:
+            data = json.loads(cut[0])
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("embedding") == PLACEHOLDER:
+            data["embedding"] = cut[1]
+            return data
+    return json.loads(text)
+
+
 def parse_line(line: str | bytes | _TooLong, number: int, max_bytes: int) -> MemoryRecord | RecordError | None:
     """One memory line as a record, an error, or None for a blank line."""
     if isinstance(line, _TooLong):
@@ -262,7 +278,7 @@ def parse_line(line: str | bytes | _TooLong, number: int, max_bytes: int) -> Mem
     if not text.strip():
         return None
     try:
-        data = json.loads(text)
+        data = _loads_memory_line(text)
     except json.JSONDecodeError as exc:
         return RecordError(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:

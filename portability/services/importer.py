@@ -38,6 +38,7 @@ from portability.records import EntityRecord, MemoryRecord, RecordError, record_
 from portability.services.import_batches import after, batches, load
 from portability.services.import_graph import import_graph_apply
 from portability.services.import_links import links_queue, links_resolve, links_unresolved
+from portability.vector_text import VectorText
 
 ON_CONFLICT = ("skip", "overwrite", "error")
 MAX_ERRORS_REPORTED = 1000
@@ -157,7 +158,8 @@ class _Importer:
         missing: list[int] = []
         for i, record in enumerate(records):
             if self._reusable(record):
-                vectors.append(record.embedding)
+                # As it arrived, when it was kept as its text: pgvector reads that text itself.
+                vectors.append(record.embedding.text if isinstance(record.embedding, VectorText) else record.embedding)
             elif (literal := self.ready.get(id(record))) is not None:
                 vectors.append(literal)
             else:

@@ -172,7 +172,7 @@ def test_the_hashing_embedder_gives_exactly_what_the_dense_formula_gives():
     for text in ("Alice prefers tea.", "benchmark memory 12 about topic 12 and detail 95", "", "!!!",
                  "a a a a b b b", "Über-naïve café talk " * 5):
         assert embedder.embed_one(text) == dense(text)
-        assert vector_literal(embedder.embed_one(text)) == "[" + ",".join(f"{v:.7g}" for v in dense(text)) + "]"
+        assert vector_literal(embedder.embed_one(text)) == "[" + ",".join(f"{v:.9g}" for v in dense(text)) + "]"
 
 
 def test_vector_literals_are_the_same_text_whether_the_vector_is_sparse_or_dense():
@@ -186,4 +186,4 @@ def test_vector_literals_are_the_same_text_whether_the_vector_is_sparse_or_dense
     vectors = [[rng.uniform(-1, 1) for _ in range(384)] for _ in range(50)]
     vectors += [[0.0] * 300 + [rng.uniform(-1, 1) for _ in range(84)], [0.0, 1e-9, -3.5, 2.0], [0.0], [1e30, -1e-30]]
     for vector in vectors:
-        assert vector_literal(vector) == "[" + ",".join("0" if v == 0 else f"{v:.7g}" for v in vector) + "]"
+        assert vector_literal(vector) == "[" + ",".join("0" if v == 0 else f"{v:.9g}" for v in vector) + "]"
