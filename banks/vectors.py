@@ -140,8 +140,9 @@ def walk_breadth(limit: int, *, own: bool) -> int:
 
     A bank on its own index is big (MEMORYHUB_OWN_VECTOR_INDEX_MIN rows or more), and a walk as broad as
     the 50 candidates recall asks for missed a fifth of the true ten nearest at a million rows
-    (recall@10 0.81 at ef_search 50, 0.90 at 100, 0.94 at 200, 0.96 at 400; the walk itself took 6, 6,
-    9 and 15 ms at p50): such banks walk MEMORYHUB_OWN_INDEX_EF_SEARCH wide.
+    (recall@10 0.81 at ef_search 50, 0.90 at 100, 0.94 at 200, 0.95-0.96 at 400 depending on the
+    build, 0.96 at 500, 0.97 at 600; the walk itself took 6, 6, 9, 15 ms at p50 in one run and 9, 12, 15
+    ms at 400, 500, 600 in another): such banks walk MEMORYHUB_OWN_INDEX_EF_SEARCH wide.
     """
     from django.conf import settings
 
