@@ -201,7 +201,7 @@ def tag_indexes(bank: Bank, *, drop: bool) -> None:
                        "FROM banks_banktagindex WHERE built_at IS NOT NULL")
         built, size = cursor.fetchone()
     print(f"tag indexes: {len(refreshed)} banks refreshed in {time.perf_counter() - started:.1f} s; {built} built "
-          f"({size / 1e6:.0f} MB); on {bank.bank_id}: "
+          f"({float(size) / 1e6:.0f} MB); on {bank.bank_id}: "
           f"{list(BankTagIndex.objects.filter(bank=bank).values_list('tag', 'rows')[:5])}...", flush=True)
 
 
