@@ -71,10 +71,25 @@ class MiniLMEmbedder:
     name = MODEL_NAME
 
     def __init__(self, model_dir: Path | None = None, threads: int | None = 1) -> None:
+        # Found now (absent weights raise here, and the caller falls back); read on first use: the weights
+        # and tokenizer hold about 130 MB, which an import whose archive carries every vector never needs.
+        self.model_dir = model_dir or bundled_model_dir()
+        self._loaded = False
+        self._load_lock = threading.Lock()
+        # The Rust tokenizer object is not safe to share between threads mid-call.
+        self._lock = threading.Lock()
+        self.threads = threads
+        self._blas: Any = None
+        if threads:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+
+    def _load(self) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        model_dir = model_dir or bundled_model_dir()
+        model_dir = self.model_dir
         config = json.loads((model_dir / "config.json").read_text())
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config["layer_norm_eps"])
@@ -105,14 +120,13 @@ class MiniLMEmbedder:
         self.tokenizer.enable_truncation(MAX_TOKENS)
         # The shipped tokenizer.json pads every text to a fixed width; batches pad themselves here.
         self.tokenizer.no_padding()
-        # The Rust tokenizer object is not safe to share between threads mid-call.
-        self._lock = threading.Lock()
-        self.threads = threads
-        self._blas: Any = None
-        if threads:
-            from threadpoolctl import ThreadpoolController
 
-            self._blas = ThreadpoolController()
+    def _ready(self) -> None:
+        if not self._loaded:
+            with self._load_lock:
+                if not self._loaded:
+                    self._load()
+                    self._loaded = True
 
     @contextlib.contextmanager
     def _blas_threads(self) -> Iterator[None]:
@@ -155,6 +169,7 @@ class MiniLMEmbedder:
     def embed_array(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        self._ready()
         with self._lock:
             encodings = self.tokenizer.encode_batch(list(texts))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)

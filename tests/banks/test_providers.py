@@ -187,3 +187,14 @@ def test_vector_literals_are_the_same_text_whether_the_vector_is_sparse_or_dense
     vectors += [[0.0] * 300 + [rng.uniform(-1, 1) for _ in range(84)], [0.0, 1e-9, -3.5, 2.0], [0.0], [1e30, -1e-30]]
     for vector in vectors:
         assert vector_literal(vector) == "[" + ",".join("0" if v == 0 else f"{v:.9g}" for v in vector) + "]"
+
+
+def test_the_local_model_is_read_only_once_something_is_embedded() -> None:
+    """An import whose archive carries every vector never embeds: it should not hold the model's 130 MB."""
+    from banks.providers.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    assert not hasattr(embedder, "tokenizer") and not hasattr(embedder, "layers")
+    assert embedder.embed([]) == [] and not hasattr(embedder, "layers")
+    vector = embedder.embed_one("The heron waded at dawn.")
+    assert len(vector) == 384 and len(embedder.layers) == 6
