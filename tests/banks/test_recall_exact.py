@@ -129,13 +129,14 @@ def test_a_walk_the_filters_mostly_reject_gathers_twice_the_rows_it_keeps(tagged
     assert len(rows) == 10 and walks_gathered[-1] == [20, 10]
 
 
-@pytest.mark.parametrize(("kept", "graph", "own", "rows"), [
-    (18_000, 100_000, False, 100),  # a bank that is a fifth of the shared graph
-    (60_000, 100_000, False, 50),   # most of it
-    (20_000, 1_000_000, True, 50),  # a bank's own graph is walked wide already
+@pytest.mark.parametrize(("kept", "graph", "rows"), [
+    (18_000, 100_000, 100),  # a bank that is a fifth of the shared graph
+    (60_000, 100_000, 50),   # most of it
+    (12_500, 156_000, 100),  # a time filter keeping 8 % of a bank on its own graph
+    (900_000, 1_000_000, 50),  # a filter keeping most of it
 ])
-def test_walk_rows(kept, graph, own, rows):
-    assert walk_rows(kept, graph, 50, own=own) == rows
+def test_walk_rows(kept, graph, rows):
+    assert walk_rows(kept, graph, 50) == rows
 
 
 def test_the_planner_knows_how_much_of_a_bank_a_time_range_keeps(bank):
