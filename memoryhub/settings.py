@@ -300,7 +300,7 @@ MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
 # hnsw.ef_search of recall's graph walk on a bank's own index (banks.vectors.walk_breadth); wider finds
 # more of the true nearest neighbours, at some milliseconds per question at a million rows.
-MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 500)
+MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 600)
 # Recall's semantic arm runs on a second connection beside the other arms (memoryhub.read_beside); 0: one after another.
 MEMORYHUB_READ_BESIDE = env_bool("MEMORYHUB_READ_BESIDE", True)
 # Most rows a semantic search reads and ranks exactly instead of walking the graph; it reads only where that
