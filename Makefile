@@ -38,7 +38,7 @@ BENCH_BANKS ?= 10000
 bench: $(STAMP)
 	$(PY) bench/portability_bench.py --memories $(BENCH_MEMORIES)
 	$(PY) bench/recall_http_bench.py --bank import-bench-$(BENCH_MEMORIES)
-	$(PY) bench/recall_http_bench.py --memories $(BENCH_MEMORIES) --banks $(BENCH_BANKS)
+	$(PY) bench/recall_http_bench.py --memories $(BENCH_MEMORIES) --banks $(BENCH_BANKS) --bulk-shared-graph
 	$(PY) bench/duplicates_bench.py --bank import-bench-$(BENCH_MEMORIES)
 	$(PY) bench/curation_bench.py --bank import-bench-$(BENCH_MEMORIES)
 
