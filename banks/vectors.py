@@ -202,7 +202,7 @@ def prepare_graph_walk(connection, cursor, limit: int) -> None:  # noqa: ANN001
 
 
 def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False,
-                 wanted: int = 1, scope: str = "TRUE") -> list[tuple[Any, ...]]:
+                 wanted: int = 1, scope: str = "TRUE", exact_scope: str = "TRUE") -> list[tuple[Any, ...]]:
     """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields too few rows.
 
     ``sql_template`` has an ``{exact}`` slot after the ORDER BY expression and a ``{scope}`` slot for
@@ -214,7 +214,8 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
     exactly, so a filtered search never returns fewer hits than exist: a selective filter (a rare tag,
     a narrow time range) can leave the graph walk short of them when it gives up (``hnsw.max_scan_tuples``).
     The exact pass leaves the scope out (it only picks an index), so a scope read a moment before the
-    bank moved to its own index still finds its rows.
+    bank moved to its own index still finds its rows; ``exact_scope`` is what it puts in its place, for
+    a scope that also filters (a tag's graph, banks.vector_tags.tag_scope).
 
     ``prepared``: the caller's own transaction (on the primary) already ran ``prepare_graph_walk``;
     the query runs there as it is, one statement (two when the index yields too few).
@@ -227,23 +228,23 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
 
     if prepared:
         with primary.cursor() as cursor:
-            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
+            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
     connection = read_connection()
     if connection.in_atomic_block or settings.MEMORYHUB_DB_SESSION_SETTINGS:
         with connection.cursor() as cursor:
             prepare_graph_walk(connection, cursor, limit)
-            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
+            return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         enable_iterative_scan(cursor, limit)
-        return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope)
+        return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
 
 
 def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]],  # noqa: ANN001
-                      wanted: int, scope: str) -> list[tuple[Any, ...]]:
+                      wanted: int, scope: str, exact_scope: str) -> list[tuple[Any, ...]]:
     cursor.execute(sql_template.format(exact="", scope=scope), params_for())
     rows = cursor.fetchall()
     if len(rows) < wanted:
         # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
-        cursor.execute(sql_template.format(exact=" + 0", scope="TRUE"), params_for())
+        cursor.execute(sql_template.format(exact=" + 0", scope=exact_scope), params_for())
         rows = cursor.fetchall()
     return rows

@@ -158,3 +158,22 @@ def test_a_retain_with_an_indexed_tag_is_found_on_its_graph_at_once(tagged):
     memory_retain(bank=tagged, text="A kingfisher dove off the pier at dawn.", actor="test", tags=["shore"])
     hits = recall.ARMS["semantic"](tagged, "kingfisher dove off the pier at dawn", RecallFilters(tags=["shore"]), 5)
     assert tagged.memories.get(pk=hits[0][0]).text == "A kingfisher dove off the pier at dawn."
+
+
+def test_a_walk_of_a_tags_graph_that_comes_back_short_is_answered_exactly_within_the_tag(tagged, settings,
+                                                                                       monkeypatch):
+    bank_tag_indexes_refresh(tagged)
+    settings.MEMORYHUB_TAG_INDEX_MIN = 1  # the planner's estimate of five rows must not keep the graph out
+    scopes = []
+    real = recall.nearest_rows
+
+    def spy(*args, **kwargs):
+        scopes.append(kwargs["scope"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recall, "nearest_rows", spy)
+    # Five memories carry the tag and ten are asked for: the walk yields five, the exact pass must keep the tag.
+    rows = recall.ARMS["semantic"](tagged, "heron at the pier", RecallFilters(tags=["it's"]), 10)
+    assert "ARRAY['it''s']" in scopes[0]
+    assert len(rows) == 5
+    assert all("it's" in tags for tags in tagged.memories.filter(pk__in=[r[0] for r in rows]).values_list("tags", flat=True))
