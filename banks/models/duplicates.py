@@ -27,8 +27,10 @@ class DuplicatePair(models.Model):
             models.CheckConstraint(condition=Q(memory_a__lt=F("memory_b")), name="duplicate_pair_ordered"),
         ]
         indexes = [
-            # The review page reads a bank's pairs, most similar first.
-            models.Index(fields=["bank", "-similarity"], name="duplicate_pair_bank_sim"),
+            # The review page reads a bank's pairs, most similar first, ties by id: in the index's own order,
+            # so it stops at the pairs it shows (without the id, the 21,908 pairs of the 1M bank were all
+            # read, their memories looked up, and sorted: 72 ms).
+            models.Index(fields=["bank", "-similarity", "id"], name="duplicate_pair_bank_sim_id"),
         ]
 
     def __str__(self) -> str:

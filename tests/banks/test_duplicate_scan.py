@@ -134,3 +134,26 @@ def test_a_bank_embedded_again_is_scanned_from_scratch(make_bank, django_capture
     bank.embedding_provider = "hashing:256"  # a re-embed follows a provider change
     bank.save()
     assert duplicates_scan(bank=bank, threshold=0.75).full is True
+
+
+@pytest.mark.django_db
+def test_the_review_reads_a_banks_first_pairs_in_the_indexs_own_order(make_bank):
+    """Most similar first, ties by id, straight from the index: the page stops at the pairs it shows
+    instead of reading and sorting every pair of the bank (72 ms for the 21,908 of the 1M bank)."""
+    from banks.selectors.duplicates import _live_pairs
+
+    bank = make_bank("pairs")
+    memories = _fill(bank)[:40]
+    DuplicatePair.objects.bulk_create([DuplicatePair(bank=bank, memory_a=a, memory_b=b, similarity=0.9)
+                                       for a, b in zip(memories[::2], memories[1::2], strict=True)])
+    with CaptureQueriesContext(connection) as queries:
+        pairs = _live_pairs(bank, 0.85)
+    assert len(pairs) == 20 and [p[0] for p in pairs] == sorted(p[0] for p in pairs)
+    with connection.cursor() as cursor:
+        # A small table: make the planner show whether the index gives the order, rather than sort a few rows.
+        cursor.execute("ANALYZE banks_duplicatepair; ANALYZE banks_memory")
+        cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        cursor.execute("EXPLAIN " + queries.captured_queries[0]["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+    assert "duplicate_pair_bank_sim_id" in plan and "Sort" not in plan, plan
