@@ -34,8 +34,12 @@ def choose_tags(counts: list[tuple[str, int]], bank_rows: int, *, min_rows: int,
     return chosen
 
 
+# A tag's index is named by its BankTagIndex row: this prefix and the row's primary key.
+TAG_INDEX_PREFIX = "memory_hnsw_tag_"
+
+
 def tag_index_name(index_pk: int) -> str:
-    return f"memory_hnsw_tag_{int(index_pk)}"
+    return f"{TAG_INDEX_PREFIX}{int(index_pk)}"
 
 
 def tag_array_literal(tag: str) -> str:

@@ -29,7 +29,7 @@ from django.conf import settings
 from banks.models import Bank
 from banks.selectors.recall_keyword import bank_text_stats
 from banks.selectors.recall_memo import TtlMemo
-from banks.vector_tags import tag_scope
+from banks.vector_tags import TAG_INDEX_PREFIX, tag_scope
 from banks.vectors import distance_sql, estimated_rows, walk_breadth
 from memoryhub.replica import read_connection
 
@@ -90,9 +90,9 @@ def _tag_graph_rows(cursor: Any, bank: Bank, dims: int, tag: str) -> int | None:
     graphs = _TAG_GRAPHS.get((bank.pk, dims))
     if graphs is None:
         cursor.execute("SELECT t.tag, t.rows FROM banks_banktagindex t JOIN pg_index i "
-                       "ON i.indexrelid = to_regclass('memory_hnsw_tag_' || t.id) "
+                       "ON i.indexrelid = to_regclass(%s || t.id) "
                        "WHERE t.bank_id = %s AND t.dimensions = %s AND i.indisvalid AND i.indisready",
-                       [bank.pk, dims])
+                       [TAG_INDEX_PREFIX, bank.pk, dims])
         graphs = {str(t): int(n) for t, n in cursor.fetchall()}
         _TAG_GRAPHS.set((bank.pk, dims), graphs)
     return graphs.get(tag)

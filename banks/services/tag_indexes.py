@@ -28,9 +28,6 @@ from banks.vector_tags import choose_tags, tag_index_name, tag_index_sql
 
 logger = logging.getLogger(__name__)
 
-_LIVE = "archived_at IS NULL AND forgotten_at IS NULL"
-
-
 def tag_index_min_rows() -> int:
     return int(getattr(settings, "MEMORYHUB_TAG_INDEX_MIN", 10_000))
 
@@ -47,12 +44,13 @@ def _unlock(cursor, lock_class: int, bank_pk: int) -> None:  # noqa: ANN001
 def bank_tag_counts(bank: Bank, dims: int) -> tuple[int, list[tuple[str, int]]]:
     """The bank's live memories with a vector of ``dims``, and each tag held by at least the minimum of them."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM banks_memory WHERE bank_id = %s AND {_LIVE} "  # noqa: S608
-                       "AND embedding_dims = %s", [bank.pk, dims])
+        cursor.execute("SELECT count(*) FROM banks_memory WHERE bank_id = %s AND archived_at IS NULL "
+                       "AND forgotten_at IS NULL AND embedding_dims = %s", [bank.pk, dims])
         live_rows = int(cursor.fetchone()[0])
-        cursor.execute(f"SELECT t, count(*) FROM banks_memory m CROSS JOIN LATERAL unnest(m.tags) t "  # noqa: S608
-                       f"WHERE m.bank_id = %s AND m.{_LIVE.replace(' AND ', ' AND m.')} AND m.embedding_dims = %s "
-                       "GROUP BY t HAVING count(*) >= %s", [bank.pk, dims, tag_index_min_rows()])
+        cursor.execute("SELECT t, count(*) FROM banks_memory m CROSS JOIN LATERAL unnest(m.tags) t "
+                       "WHERE m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL "
+                       "AND m.embedding_dims = %s GROUP BY t HAVING count(*) >= %s",
+                       [bank.pk, dims, tag_index_min_rows()])
         return live_rows, [(str(t), int(n)) for t, n in cursor.fetchall()]
 
 
