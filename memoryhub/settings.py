@@ -335,6 +335,10 @@ MEMORYHUB_LLM = env_str("MEMORYHUB_LLM", "extractive")
 MEMORYHUB_LLM_URL = env_str("MEMORYHUB_LLM_URL", "https://api.openai.com/v1")
 MEMORYHUB_LLM_API_KEY = env_str("MEMORYHUB_LLM_API_KEY")
 MEMORYHUB_PROVIDER_TIMEOUT = env_float("MEMORYHUB_PROVIDER_TIMEOUT", 30.0)
+# Remote provider calls (embeddings, chat model) retry a 429, a 5xx or a timeout this many times, waiting
+# what Retry-After asks, at most this many seconds per wait (banks.providers.base).
+MEMORYHUB_PROVIDER_RETRIES = env_int("MEMORYHUB_PROVIDER_RETRIES", 2)
+MEMORYHUB_PROVIDER_RETRY_MAX_WAIT = env_float("MEMORYHUB_PROVIDER_RETRY_MAX_WAIT", 5.0)
 # Optional rerank stage of recall (banks opt in with config.recall.rerank); a reranker slower than
 # its timeout is skipped and recall answers in the fused order.
 MEMORYHUB_RERANK = env_str("MEMORYHUB_RERANK", "none")

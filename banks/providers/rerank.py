@@ -13,10 +13,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Protocol
 
-import httpx
 from django.conf import settings
 
-from banks.providers.base import ProviderError, ProviderTimeout
+from banks.providers.base import ProviderError, RetryBudget, send_json
 
 
 class Reranker(Protocol):
@@ -60,21 +59,9 @@ class HttpReranker:
                                    "top_n": len(documents), "return_documents": False}
         if self.model:
             payload["model"] = self.model
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        try:
-            response = httpx.post(self.url, json=payload, headers=headers, timeout=self.timeout)
-        except httpx.TimeoutException:
-            raise ProviderTimeout(self.name, f"reranker did not answer within {self.timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise ProviderError(self.name, f"reranker is unreachable: {exc}") from None
-        if response.status_code >= 400:
-            raise ProviderError(self.name, f"reranker answered HTTP {response.status_code}: {response.text[:200]}")
-        try:
-            body = response.json()
-        except ValueError:
-            raise ProviderError(self.name, "reranker answered with a body that is not JSON") from None
+        # Inside a recall: one more try after a short pause at most, and none after a timeout.
+        body = send_json(self.name, self.url, payload, api_key=self.api_key, timeout=self.timeout,
+                         budget=RetryBudget(attempts=2, max_wait=0.25, retry_timeouts=False))
         return parse_rerank_body(self.name, body, len(documents))
 
 
