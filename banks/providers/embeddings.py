@@ -22,7 +22,8 @@ from typing import Protocol
 
 from django.conf import settings
 
-from banks.providers.base import ProviderError, post_json
+from banks.providers.base import ProviderError
+from banks.providers.remote_embeddings import REMOTE_KINDS, RemoteEmbedder, split_spec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 logger = logging.getLogger(__name__)
@@ -32,7 +33,9 @@ _FALLBACKS: dict[str, str] = {}
 
 class Embedder(Protocol):
     name: str
-    dimensions: int
+
+    @property
+    def dimensions(self) -> int: ...  # a remote server's is known once it answered (read-only)
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -84,32 +87,11 @@ class HashingEmbedder:
         return [self.embed_one(t) for t in texts]
 
 
-class OpenAICompatibleEmbedder:
-    def __init__(self, model: str, *, url: str, api_key: str, dimensions: int, timeout: float) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
-        self.dimensions = dimensions
-        self.url = url.rstrip("/") + "/embeddings"
-        self.api_key = api_key
-        self.timeout = timeout
+class OpenAICompatibleEmbedder(RemoteEmbedder):
+    """An OpenAI-compatible ``/embeddings`` endpoint (``url`` is its base, ending in ``/v1``)."""
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        body = post_json(self.name, self.url, {"model": self.model, "input": texts},
-                         api_key=self.api_key, timeout=self.timeout)
-        try:
-            rows = sorted(body["data"], key=lambda row: row.get("index", 0))
-            vectors = [[float(x) for x in row["embedding"]] for row in rows]
-        except (KeyError, TypeError, ValueError):
-            raise ProviderError(self.name, f"{self.name} answered without data[].embedding") from None
-        if len(vectors) != len(texts) or any(len(v) != self.dimensions for v in vectors):
-            raise ProviderError(
-                self.name,
-                f"{self.name} returned {len(vectors)} vectors of the wrong size "
-                f"(expected {len(texts)} x {self.dimensions}; set MEMORYHUB_EMBEDDINGS_DIMENSIONS)",
-            )
-        return vectors
+    def __init__(self, model: str, *, url: str, api_key: str, dimensions: int | None, timeout: float) -> None:
+        super().__init__("openai", model, url=url, api_key=api_key, timeout=timeout, dimensions=dimensions)
 
 
 class SentenceTransformerEmbedder:
@@ -131,7 +113,8 @@ class SentenceTransformerEmbedder:
 
 
 def build_embedder(spec: str) -> Embedder:
-    """``minilm``, ``hashing``, ``hashing:<dims>``, ``sentence-transformers:<model>``, ``openai:<model>``."""
+    """``minilm``, ``hashing``, ``hashing:<dims>``, ``sentence-transformers:<model>``, and the servers of
+    banks.providers.remote_embeddings: ``openai:<model>[@<url>]``, ``tei:<model>@<url>``, ``ollama:<model>@<url>``."""
     kind, _, arg = spec.partition(":")
     if kind == "minilm":
         try:
@@ -147,16 +130,22 @@ def build_embedder(spec: str) -> Embedder:
         return HashingEmbedder(int(arg) if arg else 384)
     if kind == "sentence-transformers":
         return SentenceTransformerEmbedder(arg or "all-MiniLM-L6-v2")
-    if kind in {"openai", "http"}:
-        return OpenAICompatibleEmbedder(
-            arg or "text-embedding-3-small",
-            url=settings.MEMORYHUB_EMBEDDINGS_URL,
-            api_key=settings.MEMORYHUB_EMBEDDINGS_API_KEY,
-            dimensions=settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS,
-            timeout=settings.MEMORYHUB_PROVIDER_TIMEOUT,
-        )
+    if kind in REMOTE_KINDS:
+        model, url = split_spec(arg)
+        if kind in {"openai", "http"} and not url:
+            # The server-wide endpoint, with its configured vector size.
+            return RemoteEmbedder("openai", model or "text-embedding-3-small", url=settings.MEMORYHUB_EMBEDDINGS_URL,
+                                  api_key=settings.MEMORYHUB_EMBEDDINGS_API_KEY,
+                                  dimensions=settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS,
+                                  timeout=settings.MEMORYHUB_PROVIDER_TIMEOUT, spec=spec)
+        if not url:
+            raise ProviderError(spec, f"{kind}:<model>@<url>: name the server's URL (e.g. {kind}:{model or 'model'}"
+                                      f"@http://localhost:{11434 if kind == 'ollama' else 8080})")
+        return RemoteEmbedder(kind, model, url=url, api_key=settings.MEMORYHUB_EMBEDDINGS_API_KEY,
+                              timeout=settings.MEMORYHUB_PROVIDER_TIMEOUT, spec=spec)
     raise ProviderError(spec, f"Unknown embeddings provider {spec!r}; use minilm, hashing, "
-                              "sentence-transformers:<model> or openai:<model>")
+                              "sentence-transformers:<model>, openai:<model>[@<url>], tei:<model>@<url> "
+                              "or ollama:<model>@<url>")
 
 
 @lru_cache(maxsize=8)
@@ -171,6 +160,8 @@ def embedder_spec(embedder: Embedder) -> str | None:
         return "hashing:" + name.removeprefix("hashing-")
     if name == "all-MiniLM-L6-v2":
         return "minilm"
+    if isinstance(embedder, RemoteEmbedder):
+        return embedder.spec
     if name.startswith(("sentence-transformers:", "openai:")):
         return name
     return None
