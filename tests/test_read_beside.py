@@ -76,7 +76,12 @@ def test_an_error_reaches_the_caller_and_a_dropped_connection_is_replaced():
         read_beside(broken).result(timeout=10)
     first = read_beside(backend_pid).result(timeout=10)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+        # Without a timeout the server only signals the backend and returns: the next read could reach
+        # the helper's connection before the backend has ended it, and fail on it as any query racing a
+        # termination does. With one, it returns once the backend has gone (its farewell then waits on
+        # the helper's socket, which is what the health check looks for).
+        cursor.execute("SELECT pg_terminate_backend(%s, 60000)", [first])
+        assert cursor.fetchone()[0] is True
     second = read_beside(backend_pid).result(timeout=10)
     assert second != first
 
