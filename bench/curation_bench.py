@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The bench banks are written with the hashing embedder (portability_bench, recall_http_bench); a search
 # embedded with another model would find none of their vectors and fall back to scanning the bank.
 os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The figures measure storage, not a model: the hashing embedder unless told otherwise.
 os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
 
@@ -194,7 +194,7 @@ def postgres_baseline(bank: Bank, import_rate: float, export_rate: float) -> Non
                 while block := fp.read(1 << 20):
                     copy.write(block)
             copy_in = time.perf_counter() - started
-            # The same build settings the importer's own index build uses (memoryhub.settings).
+            # The same build settings the importer's own index build uses (config.settings).
             cursor.execute("SELECT set_config('maintenance_work_mem', %s, false), "
                            "set_config('max_parallel_maintenance_workers', %s, false)",
                            [settings.MEMORYHUB_INDEX_BUILD_MEMORY, str(settings.MEMORYHUB_INDEX_BUILD_WORKERS)])

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The figures measure storage, not a model: the hashing embedder unless told otherwise.
 os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
 

@@ -80,6 +80,19 @@ class ProviderUnavailable(MemoryHubError):
     status, code = 503, "provider_unavailable"
 
 
+class ProviderError(Exception):
+    """A remote or local provider (embeddings, language model, reranker) failed; the API answers 503
+    naming the provider. Raised by banks.providers, answered here."""
+
+    def __init__(self, provider: str, message: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+class ProviderTimeout(ProviderError):
+    pass
+
+
 class ServiceUnavailable(MemoryHubError):
     """A part MemoryHub depends on (database, broker) cannot be reached: try again shortly."""
 
@@ -171,8 +184,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     from rest_framework import exceptions as drf
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_exception_handler
-
-    from banks.providers.base import ProviderError
 
     exc = database_error_as_domain_error(exc) or exc
     if isinstance(exc, MemoryHubError):

@@ -29,9 +29,9 @@ def _refused_by_broker(exc: BaseException) -> bool:
 
 
 def _eager() -> bool:
-    from memoryhub.celery import app
+    from celery import current_app
 
-    return bool(app.conf.task_always_eager)
+    return bool(current_app.conf.task_always_eager)
 
 
 def enqueue_after_commit(send: Callable[[], object], *, what: str,
@@ -64,7 +64,8 @@ def send_task(name: str, *args: object) -> object:
     Services start background work by name so that they never import the task modules,
     which import the services: the dependency runs one way, from tasks to services.
     """
-    from memoryhub.celery import app
+    # The project's app (the composition root makes it current); the kernel does not import it.
+    from celery import current_app as app
 
     if name not in app.tasks:
         # A web process has not imported the apps' task modules yet: autodiscovery does it once.

@@ -69,7 +69,7 @@ class ServedProcess:
 def server_env(database_url: str, **overrides: str) -> dict[str, str]:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "MEMORYHUB_EMBEDDED_DATABASE_URL": database_url,
         "SECRET_KEY": settings.SECRET_KEY,
         "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR),
@@ -88,9 +88,9 @@ def _start(command: list[str], env: dict[str, str], log: Path, url: str, probe: 
 
 
 def start_web(tmp_path: Path, env: dict[str, str]) -> ServedProcess:
-    """gunicorn serving memoryhub.wsgi on a free local port (call ``wait_until_serving``, then ``stop``)."""
+    """gunicorn serving config.wsgi on a free local port (call ``wait_until_serving``, then ``stop``)."""
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind", f"127.0.0.1:{port}",
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
                "--workers", "1", "--timeout", "60", "--graceful-timeout", "5"]
     return _start(command, env, tmp_path / f"web-{port}.log", f"http://127.0.0.1:{port}", "/live")
 

@@ -17,13 +17,13 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from config.supervisor import Backoff, CallbackService, Supervisor
 from memoryhub.embedded import (
     embedded_database_pid,
     embedded_database_url,
     release_embedded_database,
     restart_embedded_database,
 )
-from memoryhub.supervisor import Backoff, CallbackService, Supervisor
 from tests.worker import REPO, _database_url
 
 STARTED = re.compile(r"(\w+) started \(pid (\d+)\)")
@@ -71,7 +71,7 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
     log = tmp_path / "serve.log"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         # The test run's database on the test run's server: this serve supervises no PostgreSQL.
         "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(),
         "MEMORYHUB_VAR_DIR": str(tmp_path / "var"),

@@ -30,7 +30,7 @@ def run_settings(env: dict[str, str]) -> str:
 
     full = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}}
     full.update(env)
-    result = subprocess.run([sys.executable, "-c", "import memoryhub.settings"], env=full, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", "import config.settings"], env=full, capture_output=True,
                             text=True, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
     return result.stderr
 
@@ -57,7 +57,7 @@ def settings_value(env: dict[str, str], expression: str) -> str:
     # A database URL keeps the import from starting an embedded server; nothing connects to it.
     full.setdefault("MEMORYHUB_EMBEDDED_DATABASE_URL", "postgresql://u@127.0.0.1:1/x")
     full.update(env)
-    result = subprocess.run([sys.executable, "-c", f"import memoryhub.settings as s; print({expression})"],
+    result = subprocess.run([sys.executable, "-c", f"import config.settings as s; print({expression})"],
                             env=full, capture_output=True, text=True, timeout=60,
                             cwd=os.path.dirname(os.path.dirname(__file__)))
     assert result.returncode == 0, result.stderr

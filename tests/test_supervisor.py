@@ -1,4 +1,4 @@
-"""The restart policy of memoryhub.supervisor, on fake services and a fake clock (no processes)."""
+"""The restart policy of config.supervisor, on fake services and a fake clock (no processes)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memoryhub.supervisor import Backoff, CallbackService, ProcessService, Supervisor
+from config.supervisor import Backoff, CallbackService, ProcessService, Supervisor
 
 
 class FakeClock:
@@ -90,7 +90,7 @@ def test_a_crashed_service_waits_its_backoff_then_starts_again(caplog):
     assert web.starts == 1
 
     web.crash()
-    with caplog.at_level(logging.ERROR, logger="memoryhub.supervisor"):
+    with caplog.at_level(logging.ERROR, logger="config.supervisor"):
         supervisor.tick()
     assert "web was killed by SIGKILL (crash 1 in a row); starting it again in 1.0 s" in caplog.text
     assert web.cleanups == 1 and web.starts == 1

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import StreamingHttpResponse
 from django.test import RequestFactory
 
-from banks.management.commands.serve import gunicorn_command
+from config.management.commands.serve import gunicorn_command
 from memoryhub import liveness
 from memoryhub.middleware import StreamingLivenessMiddleware
 from tests.live_process import REPO, free_port
@@ -28,7 +28,7 @@ def test_sync_workers_by_default_and_threads_only_when_asked():
     assert sync[sync.index("--worker-class") + 1] == "sync" and "--threads" not in sync
     assert threaded[threaded.index("--worker-class") + 1] == "gthread"
     assert threaded[threaded.index("--threads") + 1] == "4"
-    assert "python:memoryhub.gunicorn_config" in sync
+    assert "python:config.gunicorn_config" in sync
 
 
 def test_a_moving_stream_outlives_the_timeout_and_a_silent_one_is_cut(tmp_path):

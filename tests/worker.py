@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from memoryhub.celery import app as celery_app
+from config.celery import app as celery_app
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
     log = tmp_path / f"worker-{queue}.log"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(),
         "SECRET_KEY": settings.SECRET_KEY,
         "CELERY_BROKER_URL": broker,
@@ -67,7 +67,7 @@ def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
     env.pop("MEMORYHUB_CELERY_EAGER", None)
     handle = log.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--pool", "solo", "--loglevel", "INFO",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",
          "-Q", queue, "--without-heartbeat", "--without-mingle", "--without-gossip"],
         cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )

@@ -19,19 +19,12 @@ import httpx
 import tenacity
 from django.conf import settings
 
+# Defined in the kernel, whose error handler answers them with a 503 naming the provider.
+from memoryhub.errors import ProviderError, ProviderTimeout
+
+__all__ = ["ProviderError", "ProviderTimeout", "TransientProviderError", "post_json", "send_json"]
+
 RETRIED_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-class ProviderError(Exception):
-    """A provider failed; the API answers 503 naming the provider."""
-
-    def __init__(self, provider: str, message: str) -> None:
-        super().__init__(message)
-        self.provider = provider
-
-
-class ProviderTimeout(ProviderError):
-    pass
 
 
 class TransientProviderError(ProviderError):

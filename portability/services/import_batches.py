@@ -1,25 +1,52 @@
-"""The importer's batch pipeline: records in batches, the embedding workers one batch ahead of the writer."""
+"""The importer's batch pipeline: records in batches, the embedding workers one batch ahead of the writer.
+
+It drives any importer of the shape ``BatchImporter`` describes (portability.services.importer's) and
+imports nothing of it, so the dependency runs one way: the importer uses the pipeline.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection, connections
 
 from banks.providers.embed_pool import EmbedPool, Pending
+from banks.providers.embeddings import Embedder
 from memoryhub.liveness import beat
 from portability.records import MemoryRecord, RecordError
 
-if TYPE_CHECKING:
-    from portability.services.importer import ImportReport, _Importer
+
+class Progress(Protocol):
+    """The counts of an import the pipeline moves on (a resumed import's skipped lines)."""
+
+    lines: int
+    resumed_after: int
+
+
+class BatchImporter(Protocol):
+    """What the pipeline asks of an importer: which records need embedding, and to store a batch."""
+
+    big: bool
+    dry_run: bool
+    defer: bool
+    embedder: Embedder
+    # Vector literals the embedding workers computed for the batch being stored, by id() of the record.
+    ready: dict[int, str]
+
+    @property
+    def report(self) -> Progress: ...
+
+    def to_embed(self, batch: list[MemoryRecord | RecordError]) -> list[MemoryRecord]: ...
+
+    def run_batch(self, batch: list[MemoryRecord | RecordError]) -> None: ...
 
 
 def after(items: Iterable[MemoryRecord | RecordError], skip: int,
-          report: ImportReport) -> Iterator[MemoryRecord | RecordError]:
+          report: Progress) -> Iterator[MemoryRecord | RecordError]:
     """A resumed import passes over the records its dead predecessor already committed."""
     for index, item in enumerate(items):
         if index < skip:
@@ -40,8 +67,8 @@ def batches(items: Iterable[MemoryRecord | RecordError], size: int) -> Iterator[
         yield batch
 
 
-def _run(importer: _Importer, batch: list[MemoryRecord | RecordError], todo: list[MemoryRecord], pending: Pending,
-         progress: Callable[[ImportReport], None] | None) -> None:
+def _run(importer: BatchImporter, batch: list[MemoryRecord | RecordError], todo: list[MemoryRecord],
+         pending: Pending, progress: Callable[[Any], None] | None) -> None:
     importer.ready = {id(record): literal for record, literal in zip(todo, pending.get(), strict=True)}
     importer.run_batch(batch)
     importer.ready = {}
@@ -93,8 +120,8 @@ class _Writer:
                 self._executor.shutdown()
 
 
-def load(importer: _Importer, stream: Iterator[list[MemoryRecord | RecordError]],
-         progress: Callable[[ImportReport], None] | None) -> None:
+def load(importer: BatchImporter, stream: Iterator[list[MemoryRecord | RecordError]],
+         progress: Callable[[Any], None] | None) -> None:
     """Every batch: the embedding workers embed batch n + 1 while batch n is written (on the writer
     thread, for a big import, while this thread reads and parses batch n + 2)."""
     # Worker processes take a second or two to start: worth it for big imports only.

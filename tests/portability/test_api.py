@@ -79,7 +79,7 @@ def test_every_path_attack_fails_closed_and_touches_nothing(api, roots, tmp_path
 
 
 def app_broker() -> str:
-    from memoryhub.celery import app
+    from config.celery import app
 
     return app.conf.broker_url
 
@@ -194,7 +194,7 @@ def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_w
         # Whole committed batches landed (the first, or the second had the test been slow to lock), never all.
         assert partial in (batch, 2 * batch) and partial < total
 
-        from memoryhub.celery import app
+        from config.celery import app
 
         app.conf.task_default_queue = second.queue
         rerun = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"), "async": True}).json()

@@ -51,7 +51,7 @@ def test_backup_restores_into_a_fresh_data_directory_with_the_same_rows(bank, ma
     fresh = tmp_path / "fresh-pg"
     url = embedded_database_url(fresh)
     try:
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_EMBEDDED_DATABASE_URL": url,
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "MEMORYHUB_EMBEDDED_DATABASE_URL": url,
                "SECRET_KEY": settings.SECRET_KEY, "MEMORYHUB_VAR_DIR": str(tmp_path / "var"),
                "MEMORYHUB_PORTABILITY_ROOTS": str(root)}
         env.pop("DATABASE_URL", None)

@@ -85,7 +85,7 @@ def roots_first(settings, tmp_path):
 @pytest.mark.worker
 def test_a_killed_import_is_failed_by_the_check_and_resumed_with_every_link(roots_first, tmp_path, celery_worker,
                                                                            make_bank, make_token):
-    from memoryhub.celery import app
+    from config.celery import app
     from tests.conftest import ApiClient
     from tests.portability.test_api import app_broker
 

@@ -136,7 +136,7 @@ def test_a_killed_reextraction_resumes_after_its_last_committed_batch(tmp_path, 
 
     from django.utils import timezone
 
-    from memoryhub.celery import app
+    from config.celery import app
     from portability.services.job_health import jobs_mark_dead
     from tests.conftest import ApiClient
     from tests.portability.test_api import app_broker

@@ -64,7 +64,7 @@ print(" ".join(answers))
 
 
 def _env(cache_url: str | None) -> dict[str, str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
            "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(), "SECRET_KEY": settings.SECRET_KEY,
            "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR)}
     env.pop("MEMORYHUB_CACHE_URL", None)

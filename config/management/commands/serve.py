@@ -2,7 +2,7 @@
 
 The web server is gunicorn (workers sized to the cores) unless ``--dev`` (or
 MEMORYHUB_DEV=1) asks for Django's reloading development server. Every child
-runs under memoryhub.supervisor: one that dies is logged and started again
+runs under config.supervisor: one that dies is logged and started again
 with backoff, and so is the embedded PostgreSQL. Ctrl-C or SIGTERM stops the
 children (web first, database last) and the command returns.
 """
@@ -21,8 +21,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from config.supervisor import Backoff, CallbackService, ProcessService, Service, Supervisor
 from memoryhub.env import env_bool, env_float, env_int
-from memoryhub.supervisor import Backoff, CallbackService, ProcessService, Service, Supervisor
 from portability.roots import portability_roots
 
 # Request line, status, bytes, duration: enough to spot slow routes in the access log.
@@ -36,7 +36,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int, app: str = "memoryhub.wsgi") -> list[str]:
+def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int, app: str = "config.wsgi") -> list[str]:
     """Sync workers unless threads are asked for.
 
     A sync worker takes a connection from the listening socket only when it is free, so the kernel's
@@ -49,7 +49,7 @@ def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int, app
     worker = ["--worker-class", "sync"] if threads <= 1 else ["--worker-class", "gthread", "--threads", str(threads)]
     return [
         sys.executable, "-m", "gunicorn", app,
-        "--config", "python:memoryhub.gunicorn_config",
+        "--config", "python:config.gunicorn_config",
         "--bind", addr,
         "--workers", str(workers),
         *worker,
@@ -141,7 +141,7 @@ class Command(BaseCommand):
                 pid=lambda: embedded_database_pid(data_dir), layer=0,
             ))
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-        celery = [sys.executable, "-m", "celery", "-A", "memoryhub"]
+        celery = [sys.executable, "-m", "celery", "-A", "config"]
         if not options["no_worker"]:
             services.append(ProcessService("worker", [
                 *celery, "worker", "--loglevel", "INFO",

@@ -1,4 +1,4 @@
-"""gunicorn settings `serve` loads with ``--config python:memoryhub.gunicorn_config``.
+"""gunicorn settings `serve` loads with ``--config python:config.gunicorn_config``.
 
 Only hooks live here; the command line sets workers, timeouts and logging.
 """

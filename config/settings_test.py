@@ -10,7 +10,7 @@ import os
 
 os.environ.setdefault("MEMORYHUB_VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"))
 
-from memoryhub.settings import *  # noqa: E402,F403
+from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
