@@ -8,19 +8,22 @@ names, through the same ``run_tool`` the REST routes use.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
+from pydantic import WithJsonSchema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agents.tool_args import ARGUMENTS
 from agents.toolbox import BANKLESS, TOOLS, run_tool
 from memoryhub.errors import (
     InvalidInput,
@@ -98,7 +101,7 @@ FAILED_ANSWERS: dict[str, dict[str, Any]] = {
 }
 
 
-async def call(ctx: Context, name: str, **args: Any) -> dict[str, Any]:
+async def call(ctx: Context, name: str, args: dict[str, Any]) -> dict[str, Any]:
     request = ctx.request_context.request
     headers = request.headers if request is not None else {}
     try:
@@ -113,194 +116,35 @@ async def call(ctx: Context, name: str, **args: Any) -> dict[str, Any]:
                               is_error=True)
 
 
-@server.tool(description=TOOLS["memory_retain"].description)
-async def memory_retain(ctx: Context, content: str, bank_id: str, tags: list[str] | None = None,
-                        metadata: dict[str, Any] | None = None, occurred_at: str | None = None,
-                        source: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_retain", content=content, bank_id=bank_id, tags=tags, metadata=metadata,
-                      occurred_at=occurred_at, source=source)
+def _register(name: str, description: str) -> None:
+    """One MCP tool whose parameters are those of the tool's argument model (agents.tool_args), so MCP
+    publishes and checks the same arguments as ``POST /v1/agent/<tool>``."""
+    model = ARGUMENTS[name]
+
+    async def tool(ctx: Context, **args: Any) -> dict[str, Any]:
+        return await call(ctx, name, args)
+
+    # Published with the model's own schema but taken as given: run_tool checks them against the model,
+    # so a wrong type is answered with the same error (naming the field) as over REST.
+    properties = model.model_json_schema()["properties"]
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+    annotations: dict[str, Any] = {"ctx": Context, "return": dict[str, Any]}
+    for field_name, field in model.model_fields.items():
+        annotation = Annotated[Any, WithJsonSchema(properties[field_name])]
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        parameters.append(inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))
+        annotations[field_name] = annotation
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    tool.__annotations__ = annotations
+    tool.__name__ = tool.__qualname__ = name
+    server.add_tool(tool, name=name, description=description)
 
 
-@server.tool(description=TOOLS["memory_recall"].description)
-async def memory_recall(ctx: Context, query: str, bank_id: str | None = None, banks: list[str] | None = None,
-                        strategy: str | None = None, max_results: int = 10, tags: list[str] | None = None,
-                        fact_types: list[str] | None = None, as_of: str | None = None,
-                        max_tokens: int | None = None, session_id: str | None = None,
-                        layer_weights: dict[str, float] | None = None, detail_level: str | None = None,
-                        external_context: list[dict[str, Any] | str] | None = None) -> dict[str, Any]:
-    # session_id is accepted as Astrocyte's tool does; MemoryHub has no per-session scoping of recall.
-    return await call(ctx, "memory_recall", query=query, bank_id=bank_id, banks=banks, strategy=strategy,
-                      max_results=max_results, tags=tags, fact_types=fact_types, as_of=as_of, max_tokens=max_tokens,
-                      layer_weights=layer_weights, detail_level=detail_level, external_context=external_context)
-
-
-@server.tool(description=TOOLS["memory_reflect"].description)
-async def memory_reflect(ctx: Context, bank_id: str, query: str | None = None, topic: str | None = None,
-                         max_tokens: int | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_reflect", bank_id=bank_id, query=query, topic=topic, max_tokens=max_tokens)
-
-
-@server.tool(description=TOOLS["memory_forget"].description)
-async def memory_forget(ctx: Context, bank_id: str, memory_ids: list[str] | None = None,
-                        tags: list[str] | None = None, reason: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_forget", bank_id=bank_id, memory_ids=memory_ids, tags=tags, reason=reason)
-
-
-@server.tool(description=TOOLS["memory_create_directive"].description)
-async def memory_create_directive(ctx: Context, rule_text: str, bank_id: str, directive_id: str | None = None,
-                                  scope: str = "bank") -> dict[str, Any]:
-    return await call(ctx, "memory_create_directive", rule_text=rule_text, bank_id=bank_id,
-                      directive_id=directive_id, scope=scope)
-
-
-@server.tool(description=TOOLS["memory_list_observations"].description)
-async def memory_list_observations(ctx: Context, bank_id: str, scope: str | None = None, trend: str | None = None,
-                                   limit: int = 100) -> dict[str, Any]:
-    return await call(ctx, "memory_list_observations", bank_id=bank_id, scope=scope, trend=trend, limit=limit)
-
-
-@server.tool(description=TOOLS["memory_get_observation"].description)
-async def memory_get_observation(ctx: Context, observation_id: str, bank_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_get_observation", observation_id=observation_id, bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_create_observation"].description)
-async def memory_create_observation(ctx: Context, text: str, bank_id: str, source_ids: list[str] | None = None,
-                                    scope: str | None = None, confidence: float = 0.9,
-                                    evidence: list[str] | None = None) -> dict[str, Any]:
-    # ``evidence`` is the seed documentation's name for ``source_ids``.
-    return await call(ctx, "memory_create_observation", text=text, bank_id=bank_id, source_ids=source_ids,
-                      scope=scope, confidence=confidence, evidence=evidence)
-
-
-@server.tool(description=TOOLS["memory_delete_observation"].description)
-async def memory_delete_observation(ctx: Context, observation_id: str, bank_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_delete_observation", observation_id=observation_id, bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_list_mental_models"].description)
-async def memory_list_mental_models(ctx: Context, bank_id: str, scope: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_list_mental_models", bank_id=bank_id, scope=scope)
-
-
-@server.tool(description=TOOLS["memory_create_mental_model"].description)
-async def memory_create_mental_model(ctx: Context, bank_id: str, model_id: str | None = None, title: str | None = None,
-                                     content: str | None = None, sections: list[dict[str, Any]] | None = None,
-                                     scope: str = "bank", source_ids: list[str] | None = None,
-                                     name: str | None = None) -> dict[str, Any]:
-    # The seed documentation creates by ``name`` (the title) without an id; both shapes work.
-    return await call(ctx, "memory_create_mental_model", model_id=model_id, title=title or name, bank_id=bank_id,
-                      content=content, sections=sections, scope=scope, source_ids=source_ids)
-
-
-@server.tool(description=TOOLS["memory_update_mental_model"].description)
-async def memory_update_mental_model(ctx: Context, model_id: str, operations: list[dict[str, Any]], bank_id: str,
-                                     expected_revision: int | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_update_mental_model", model_id=model_id, operations=operations, bank_id=bank_id,
-                      expected_revision=expected_revision)
-
-
-@server.tool(description=TOOLS["memory_delete_mental_model"].description)
-async def memory_delete_mental_model(ctx: Context, model_id: str, bank_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_delete_mental_model", model_id=model_id, bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_add"].description)
-async def memory_add(ctx: Context, content: str, bank_id: str, type: str = "episodic", scope: str = "user",
-                     tags: list[str] | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_add", content=content, bank_id=bank_id, type=type, scope=scope, tags=tags)
-
-
-@server.tool(description=TOOLS["memory_update"].description)
-async def memory_update(ctx: Context, traceId: str, bank_id: str, content: str | None = None,  # noqa: N803
-                        tags: list[str] | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_update", traceId=traceId, bank_id=bank_id, content=content, tags=tags)
-
-
-@server.tool(description=TOOLS["memory_delete"].description)
-async def memory_delete(ctx: Context, traceId: str, bank_id: str) -> dict[str, Any]:  # noqa: N803
-    return await call(ctx, "memory_delete", traceId=traceId, bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_merge"].description)
-async def memory_merge(ctx: Context, traceIds: list[str], bank_id: str,  # noqa: N803
-                       content: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_merge", traceIds=traceIds, bank_id=bank_id, content=content)
-
-
-@server.tool(description=TOOLS["memory_search"].description)
-async def memory_search(ctx: Context, query: str, bank_id: str, type: str | None = None, scope: str | None = None,
-                        limit: int = 10) -> dict[str, Any]:
-    return await call(ctx, "memory_search", query=query, bank_id=bank_id, type=type, scope=scope, limit=limit)
-
-
-@server.tool(description=TOOLS["memory_history"].description)
-async def memory_history(ctx: Context, query: str, bank_id: str, as_of: str, max_results: int = 10,
-                         tags: list[str] | None = None, max_tokens: int | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_history", query=query, bank_id=bank_id, as_of=as_of, max_results=max_results,
-                      tags=tags, max_tokens=max_tokens)
-
-
-@server.tool(description=TOOLS["memory_audit"].description)
-async def memory_audit(ctx: Context, scope: str, bank_id: str, max_memories: int = 50, max_tokens: int | None = None,
-                       tags: list[str] | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_audit", scope=scope, bank_id=bank_id, max_memories=max_memories,
-                      max_tokens=max_tokens, tags=tags)
-
-
-@server.tool(description=TOOLS["memory_compile"].description)
-async def memory_compile(ctx: Context, bank_id: str, scope: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_compile", bank_id=bank_id, scope=scope)
-
-
-@server.tool(description=TOOLS["memory_graph_search"].description)
-async def memory_graph_search(ctx: Context, query: str, bank_id: str, limit: int = 10) -> dict[str, Any]:
-    return await call(ctx, "memory_graph_search", query=query, bank_id=bank_id, limit=limit)
-
-
-@server.tool(description=TOOLS["memory_graph_neighbors"].description)
-async def memory_graph_neighbors(ctx: Context, entity_ids: list[str], bank_id: str, max_depth: int = 2,
-                                 limit: int = 20) -> dict[str, Any]:
-    return await call(ctx, "memory_graph_neighbors", entity_ids=entity_ids, bank_id=bank_id, max_depth=max_depth,
-                      limit=limit)
-
-
-@server.tool(description=TOOLS["memory_refresh_mental_model"].description)
-async def memory_refresh_mental_model(ctx: Context, model_id: str, new_source_ids: list[str], bank_id: str,
-                                      content: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_refresh_mental_model", model_id=model_id, new_source_ids=new_source_ids,
-                      bank_id=bank_id, content=content)
-
-
-@server.tool(description=BANKLESS["memory_banks"][1])
-async def memory_banks(ctx: Context) -> dict[str, Any]:
-    return await call(ctx, "memory_banks")
-
-
-@server.tool(description=BANKLESS["memory_health"][1])
-async def memory_health(ctx: Context) -> dict[str, Any]:
-    return await call(ctx, "memory_health")
-
-
-@server.tool(description=TOOLS["memory_lifecycle"].description)
-async def memory_lifecycle(ctx: Context, bank_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_lifecycle", bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_bank_health"].description)
-async def memory_bank_health(ctx: Context, bank_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_bank_health", bank_id=bank_id)
-
-
-@server.tool(description=TOOLS["memory_hold_set"].description)
-async def memory_hold_set(ctx: Context, bank_id: str, hold_id: str, reason: str,
-                          set_by: str | None = None) -> dict[str, Any]:
-    return await call(ctx, "memory_hold_set", bank_id=bank_id, hold_id=hold_id, reason=reason, set_by=set_by)
-
-
-@server.tool(description=TOOLS["memory_hold_release"].description)
-async def memory_hold_release(ctx: Context, bank_id: str, hold_id: str) -> dict[str, Any]:
-    return await call(ctx, "memory_hold_release", bank_id=bank_id, hold_id=hold_id)
+for _name, _tool in TOOLS.items():
+    _register(_name, _tool.description)
+for _name, (_, _description) in BANKLESS.items():
+    _register(_name, _description)
 
 
 class RequireToken:

@@ -16,6 +16,7 @@ from agents.services.tools import (
     agent_memory_search,
     agent_memory_update,
 )
+from agents.tool_args import tool_arguments
 from banks.access import Principal, bank_for
 from banks.api import render
 from banks.api.render_live import observation as observation_row
@@ -243,16 +244,15 @@ BANKLESS: dict[str, tuple[Callable[[Principal, dict[str, Any]], dict[str, Any]],
 
 
 def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    if name in BANKLESS:
-        if not isinstance(args, dict):
-            raise InvalidInput("arguments must be an object")
-        return BANKLESS[name][0](principal, args)
-    tool = TOOLS.get(name)
-    if tool is None:
+    if name not in BANKLESS and name not in TOOLS:
         raise NotFound(f"unknown tool {name!r}")
     if not isinstance(args, dict):
         raise InvalidInput("arguments must be an object")
+    if name in BANKLESS:
+        return BANKLESS[name][0](principal, tool_arguments(name, args))
+    tool = TOOLS[name]
     check_storable(args)
+    args = tool_arguments(name, args)
     if name == "memory_recall" and args.get("banks"):
         if not isinstance(args["banks"], list) or not all(isinstance(b, str) for b in args["banks"]):
             raise InvalidInput("must be a list of bank ids", field="banks")

@@ -320,10 +320,38 @@ class PydanticAutoSchema(AutoSchema):
         return operation
 
 
+def _agent_tool_paths(result: dict[str, Any]) -> None:
+    """``POST /v1/agent/{name}`` as one operation per tool, each with its own argument model as the
+    body, so a client (and the fuzzer) knows every tool's arguments."""
+    from agents.tool_args import ARGUMENTS, schema_name
+    from agents.toolbox import BANKLESS, TOOLS
+
+    paths = result.get("paths", {})
+    generic = paths.get("/v1/agent/{name}", {}).get("post")
+    if generic is None:
+        return
+    del paths["/v1/agent/{name}"]
+    for name in sorted(ARGUMENTS):
+        model = ARGUMENTS[name]
+        operation = {**generic, "operationId": f"agent_{name}", "parameters": []}
+        if name in TOOLS:
+            operation["summary"] = TOOLS[name].description
+            operation["description"] = f"Needs the `{TOOLS[name].permission}` permission on the bank."
+        else:
+            operation["summary"] = BANKLESS[name][1]
+            operation["description"] = "Needs `read` on at least one bank." if name == "memory_banks" else ""
+        operation["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{schema_name(name)}"}}}}
+        register(schema_name(name), model)
+        paths[f"/v1/agent/{name}"] = {"post": operation}
+
+
 def add_pydantic_components(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    _agent_tool_paths(result)
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, model in sorted(_MODELS.items()):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schema["title"] = name
         for def_name, definition in schema.pop("$defs", {}).items():
             schemas.setdefault(def_name, definition)
         _pattern_bank_ids(schema)
