@@ -7,9 +7,9 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import Bank, Memory
-from banks.providers import get_llm
+from banks.providers import bank_embedder, get_llm
 from banks.recall_eval import Corpus
-from banks.services.memories import attach_entities, bank_embedder
+from banks.services.entities import attach_entities
 
 
 def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64) -> Bank:

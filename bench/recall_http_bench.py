@@ -44,7 +44,8 @@ from banks.content import content_hash  # noqa: E402
 from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
 from banks.selectors.recall import RecallFilters  # noqa: E402
-from banks.services.bulk_memories import MemoryRow, write_memory_rows  # noqa: E402
+from banks.services.bulk_memories import MemoryRow  # noqa: E402
+from banks.services.memory_rows import rows_insert  # noqa: E402
 from banks.services.vector_indexes import (  # noqa: E402
     bank_loading,
     bank_vector_index_build,
@@ -87,7 +88,7 @@ def _load(bank: Bank, have: int, n: int, seed: int) -> None:
 
     def flush() -> None:
         with transaction.atomic():
-            write_memory_rows(bank.pk, batch, now)
+            rows_insert(bank.pk, batch, now)
         batch.clear()
 
     for i in range(have, n):

@@ -128,6 +128,21 @@ def violated_constraint(exc: BaseException) -> str | None:
     return getattr(diag, "constraint_name", None)
 
 
+# SQLSTATEs of a transaction that lost to a concurrent one (deadlock, lock timeout, serialization
+# failure): nothing is wrong with the database or the request, and the same request succeeds again.
+LOCK_CONFLICT_STATES = frozenset({"40P01", "55P03", "40001"})
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    cause = exc.__cause__ or exc
+    return getattr(cause, "sqlstate", None) in LOCK_CONFLICT_STATES
+
+
+def lock_conflict() -> Conflict:
+    return Conflict("A concurrent writer held the same rows (deadlock or lock timeout); nothing was written: retry",
+                    retry=True, retry_after=1)
+
+
 def database_error_as_domain_error(exc: BaseException) -> MemoryHubError | None:
     """The answer a database error deserves, or None when it is a bug (a 500).
 
@@ -143,6 +158,8 @@ def database_error_as_domain_error(exc: BaseException) -> MemoryHubError | None:
             return Conflict(f"{UNIQUE_CONFLICTS[constraint]}; reload and try again", constraint=constraint)
         return None
 
+    if is_lock_conflict(exc):
+        return lock_conflict()
     if isinstance(exc, OperationalError | InterfaceError):
         return ServiceUnavailable("The database is unavailable; try again shortly",
                                   retry_after=DATABASE_RETRY_AFTER)

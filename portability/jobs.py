@@ -23,7 +23,9 @@ from banks.services.jobs import (
     job_progress,
     job_start,
 )
+from banks.services.memory_rows import rows_reembed
 from banks.services.vector_indexes import bank_vector_index_build
+from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
@@ -121,9 +123,8 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
             break
         vectors = embedder.embed([m.text for m in rows])
         with transaction.atomic():
-            for memory, vector in zip(rows, vectors, strict=True):
-                Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=embedder.name,
-                                                           embedding_dims=embedder.dimensions)
+            rows_reembed([m.pk for m in rows], [vector_literal(v) for v in vectors], embedder.name,
+                         embedder.dimensions)
         done += len(rows)
         last_pk = rows[-1].pk
         if job is not None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from banks.models import Bank
-from banks.providers import get_llm
+from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import cosine
-from banks.services.memories import bank_embedder, memory_retain, nearest_live_memory
+from banks.services.memories import memory_retain, nearest_live_memory
 
 DEFAULTS = {"enabled": True, "importance_threshold": 0.4, "max_facts_per_turn": 3, "dedup_threshold": 0.85}
 CATEGORIES = {"preference": "user_preference", "fact": "knowledge", "plan": "goal", "instruction": "correction"}

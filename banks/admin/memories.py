@@ -23,6 +23,7 @@ from banks.services.memories import (
     validate_tags,
     validate_text,
 )
+from banks.services.memory_rows import ensure_editable
 from banks.text_search import config_name
 from memoryhub.errors import MemoryHubError
 
@@ -57,6 +58,10 @@ class MemoryAdminForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        try:
+            ensure_editable(self.instance)
+        except MemoryHubError as exc:
+            raise forms.ValidationError(exc.message) from None
         checks: dict[str, Callable[[Any], Any]] = {
             "text": lambda v: validate_text(v, field="text"), "tags": validate_tags, "metadata": validate_metadata}
         for name, check in checks.items():
@@ -108,6 +113,7 @@ class MemoryAdmin(ScaledAdmin):
     def save_model(self, request: HttpRequest, obj: Memory, form: Any, change: bool) -> None:
         """Through memory_update: a new text is re-hashed and re-embedded, every change audited."""
         data = form.cleaned_data
+        # The form refused a tombstone; one forgotten since is refused here (409, as everywhere).
         memory_update(memory=Memory.objects.select_related("bank").get(pk=obj.pk), actor=admin_actor(request),
                       text=data.get("text"), tags=data.get("tags"), metadata=data.get("metadata"),
                       fact_type=data.get("fact_type") or None, occurred_at=data.get("occurred_at"),

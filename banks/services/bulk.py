@@ -6,17 +6,19 @@ applied in chunks so a million-row selection never sits in memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
-from banks.content import content_hash
 from banks.models import Bank, Memory
+from banks.providers import Embedder, bank_embedder
 from banks.services.audit import audit_record
+from banks.services.banks import bank_embedder_pin
 from banks.services.forget import memory_forget
-from banks.services.memories import memories_archive, memories_restore
+from banks.services.memories import memories_archive, memories_restore, validate_tags
+from banks.services.memory_rows import rows_move, rows_tag, rows_untag
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
@@ -42,7 +44,11 @@ def _chunks(rows: QuerySet[Memory]):  # noqa: ANN202
 
 
 def bulk_apply(*, bank: Bank, rows: QuerySet[Memory], action: str, actor: str, tag: str = "", reason: str = "",
-               compliance: bool = False, target: Bank | None = None) -> BulkOutcome:
+               compliance: bool = False, target: Bank | None = None,
+               progress: Callable[[int], None] | None = None) -> BulkOutcome:
+    """Apply ``action`` to the selection, a chunk per transaction, each chunk's rows changed in one
+    statement (banks.services.memory_rows) and recorded in one audit event. ``progress`` hears the
+    number of rows looked at after each chunk (a job's progress; it may raise to stop)."""
     if action not in ACTIONS:
         raise InvalidInput(f"must be one of {', '.join(ACTIONS)}", field="action")
     if action in {"tag", "untag"} and not tag.strip():
@@ -52,54 +58,63 @@ def bulk_apply(*, bank: Bank, rows: QuerySet[Memory], action: str, actor: str, t
     rows = rows.filter(bank=bank)
     outcome = BulkOutcome(action=action, touched=0)
     tag = tag.strip()
+    if action in {"tag", "untag"}:
+        validate_tags([tag])
+    embedder = bank_embedder(target) if target is not None else None
+    seen = 0
     for ids in _chunks(rows):
-        with transaction.atomic():
-            chunk = Memory.objects.filter(pk__in=ids)
-            memory_ids = list(chunk.values_list("memory_id", flat=True))
-            if action == "tag":
-                for memory in chunk.exclude(tags__contains=[tag]).only("pk", "tags"):
-                    Memory.objects.filter(pk=memory.pk).update(tags=[*memory.tags, tag], updated_at=timezone.now())
-                    outcome.touched += 1
-            elif action == "untag":
-                for memory in chunk.filter(tags__contains=[tag]).only("pk", "tags"):
-                    Memory.objects.filter(pk=memory.pk).update(tags=[t for t in memory.tags if t != tag],
-                                                               updated_at=timezone.now())
-                    outcome.touched += 1
-            elif action == "archive":
-                outcome.touched += len(memories_archive(bank=bank, memory_ids=memory_ids, actor=actor,
-                                                        reason=reason, action="memory.bulk_archive"))
-                continue  # memories_archive writes its own audit event
-            elif action == "restore":
-                restored, clashing = memories_restore(bank=bank, memory_ids=memory_ids, actor=actor, reason=reason)
-                outcome.touched += len(restored)
-                outcome.skipped += len(clashing)
-                continue
-            elif action == "forget":
-                result = memory_forget(bank=bank, actor=actor, memory_ids=memory_ids, reason=reason,
-                                       compliance=compliance)
-                outcome.touched += result.deleted_count
-                continue  # memory_forget writes its own audit event
-            elif action == "move":
-                outcome_moved, skipped = _move(bank, target, chunk)  # type: ignore[arg-type]
-                outcome.touched += outcome_moved
-                outcome.skipped += skipped
-                if outcome_moved:
-                    observations_invalidate_for_memories(bank=bank, memory_ids=memory_ids, actor=actor,
-                                                         reason="source memories moved to another bank")
-            audit_record(actor=actor, action=f"memory.bulk_{action}", bank=bank, target_ids=memory_ids,
-                         reason=reason, details={"tag": tag, "target": target.bank_id if target else None})
+        seen += len(ids)
+        if action == "move":
+            _move_chunk(bank, target, embedder, ids, outcome, actor=actor, reason=reason)  # type: ignore[arg-type]
+        else:
+            _apply_chunk(bank, action, ids, outcome, actor=actor, tag=tag, reason=reason, compliance=compliance)
+        if progress is not None:
+            progress(seen)
+    if action == "move" and outcome.touched and embedder is not None:
+        bank_embedder_pin(target, embedder)  # type: ignore[arg-type]
     return outcome
 
 
-def _move(bank: Bank, target: Bank, chunk: QuerySet[Memory]) -> tuple[int, int]:
-    moved = skipped = 0
-    for memory in chunk.only("pk", "memory_id", "text"):
-        clash = Memory.objects.filter(bank=target, memory_id=memory.memory_id).exists() or (
-            Memory.objects.live().filter(bank=target, content_hash=content_hash(memory.text)).exists())
-        if clash:
-            skipped += 1
-            continue
-        Memory.objects.filter(pk=memory.pk).update(bank=target, updated_at=timezone.now())
-        memory.entities.clear()
-        moved += 1
-    return moved, skipped
+def _apply_chunk(bank: Bank, action: str, ids: list[int], outcome: BulkOutcome, *, actor: str, tag: str,
+                 reason: str, compliance: bool) -> None:
+    with transaction.atomic():
+        if action == "archive":
+            outcome.touched += len(memories_archive(bank=bank, memory_ids=_ids(ids), actor=actor,
+                                                    reason=reason, action="memory.bulk_archive"))
+        elif action == "restore":
+            restored, clashing = memories_restore(bank=bank, memory_ids=_ids(ids), actor=actor, reason=reason)
+            outcome.touched += len(restored)
+            outcome.skipped += len(clashing)
+        elif action == "forget":
+            result = memory_forget(bank=bank, actor=actor, memory_ids=_ids(ids), reason=reason, compliance=compliance)
+            outcome.touched += result.deleted_count
+        else:
+            changed = (rows_tag if action == "tag" else rows_untag)(bank, ids, tag)
+            outcome.touched += changed
+            if changed:
+                audit_record(actor=actor, action=f"memory.bulk_{action}", bank=bank, target_ids=_ids(ids),
+                             reason=reason, details={"tag": tag, "changed": changed})
+
+
+def _ids(pks: list[int]) -> list[str]:
+    return list(Memory.objects.filter(pk__in=pks).order_by("pk").values_list("memory_id", flat=True))
+
+
+def _move_chunk(bank: Bank, target: Bank, embedder: Embedder, ids: list[int], outcome: BulkOutcome, *,
+                actor: str, reason: str) -> None:
+    # Rows embedded with another model than the target's get the target's vector, computed before the
+    # transaction opens (it may be a remote call).
+    stale = list(Memory.objects.filter(pk__in=ids, forgotten_at__isnull=True).exclude(
+        embedding_model=embedder.name).values_list("pk", "text"))
+    vectors = dict(zip([pk for pk, _ in stale], embedder.embed([text for _, text in stale]), strict=True)) if stale else {}
+    with transaction.atomic():
+        moved, skipped = rows_move(bank, target, ids, model=embedder.name, dims=embedder.dimensions, vectors=vectors)
+        outcome.touched += len(moved)
+        outcome.skipped += skipped
+        if moved:
+            observations_invalidate_for_memories(bank=bank, memory_ids=moved, actor=actor,
+                                                 reason="source memories moved to another bank")
+            audit_record(actor=actor, action="memory.bulk_move", bank=bank, target_ids=moved, reason=reason,
+                         details={"target": target.bank_id, "skipped": skipped})
+            audit_record(actor=actor, action="memory.bulk_move", bank=target, target_ids=moved, reason=reason,
+                         details={"source": bank.bank_id})

@@ -1,11 +1,12 @@
 """Entity mentions: which of the bank's entities a memory names.
 
 Set-based, whatever the number of entities: one insert for the entities, one statement that reads
-them and links the memory, and one counter update. ``mention_count`` is only ever moved by SQL
-arithmetic, with rows locked in id order, so concurrent writers neither lose each other's increments
-nor deadlock. A retain counts last, under its bank's lock (``count=False`` here, then
-``entity_mentions_add``): the counter rows of a bank's common entities are wanted by every retain,
-and a writer holding them while it waits for the bank's lock made all the others wait behind it.
+them and links the memory, and one counter update. ``mention_count`` is only ever moved by the owner
+of memory rows (banks.services.memory_rows.mentions_count): SQL arithmetic, rows locked in id order,
+so concurrent writers neither lose each other's increments nor deadlock. A retain counts last, under
+its bank's lock (``count=False`` here, then ``mentions_count``): the counter rows of a bank's common
+entities are wanted by every retain, and a writer holding them while it waits for the bank's lock made
+all the others wait behind it. An import attaches a whole batch at once (``attach_entities_batch``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from django.db import connection
 
 from banks.models import Memory
+from banks.services.memory_rows import mentions_count
 
 
 def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -34,16 +36,6 @@ def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return wanted
 
 
-def entity_mentions_add(entity_pks: list[int]) -> None:
-    """One more mention for each of ``entity_pks`` (rows locked in id order: two writers locking the
-    same entities in different orders would deadlock)."""
-    if entity_pks:
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE banks_entity SET mention_count = mention_count + 1 WHERE id IN "
-                           "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR UPDATE)",
-                           [sorted(entity_pks)])
-
-
 def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
     """Link a memory to entities it does not mention yet; bumps their counts. Returns the newly linked."""
     if not entity_pks:
@@ -56,7 +48,7 @@ def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
             [entity_pks, memory_pk],
         )
         linked = [row[0] for row in cursor.fetchall()]
-    entity_mentions_add(linked)
+    mentions_count(dict.fromkeys(linked, 1))
     return linked
 
 
@@ -64,7 +56,7 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
     """Create or reuse the bank's entities by id (or lower-cased name) and link them to the memory.
 
     Returns (the pks of the entities it names, those newly linked). With ``count`` False the newly
-    linked are not counted yet: the caller passes them to ``entity_mentions_add`` before it commits."""
+    linked are not counted yet: the caller passes them to ``mentions_count`` before it commits."""
     wanted = _wanted(entities)
     if not wanted:
         return [], []
@@ -94,8 +86,48 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
     found = [pk for pk, _ in rows]
     linked = [pk for pk, new in rows if new]
     if count:
-        entity_mentions_add(linked)
+        mentions_count(dict.fromkeys(linked, 1))
     return found, linked
 
 
-__all__ = ["attach_entities", "entity_mentions_add", "link_memory_entities"]
+def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]]) -> int:
+    """Attach the entities of many memories of one bank (an import batch) set-based: one insert of every
+    entity the batch names, in id order, one insert of every mention, one counter update in id order.
+    Two imports naming the same entities in different orders lock them in the same order, so they wait
+    for each other instead of deadlocking. Returns how many mentions were new."""
+    wanted: dict[str, dict[str, Any]] = {}
+    pairs: list[tuple[int, str]] = []
+    for memory_pk, entities in items:
+        named = _wanted(entities)
+        for entity_id, fields in named.items():
+            wanted.setdefault(entity_id, fields)
+            pairs.append((memory_pk, entity_id))
+    if not pairs:
+        return 0
+    ids = sorted(wanted)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
+            "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
+            "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+            "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
+            [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
+             [json.dumps(wanted[i]["aliases"]) for i in ids]],
+        )
+        # A statement of its own: it must see entities other writers committed while the insert waited.
+        cursor.execute(
+            "WITH e AS (SELECT id, entity_id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
+            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, p.memory_id, e.id FROM unnest(%s::bigint[], %s::text[]) AS p(memory_id, entity_id) "
+            "JOIN e ON e.entity_id = p.entity_id ORDER BY e.id, p.memory_id "
+            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id) "
+            "SELECT entity_id, count(*) FROM linked GROUP BY entity_id",
+            [bank_pk, ids, bank_pk, [m for m, _ in pairs], [e for _, e in pairs]],
+        )
+        deltas = {int(pk): int(n) for pk, n in cursor.fetchall()}
+    mentions_count(deltas)
+    return sum(deltas.values())
+
+
+__all__ = ["attach_entities", "attach_entities_batch", "link_memory_entities"]

@@ -19,14 +19,15 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet, Value
+from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from banks.models import Bank, Memory, MemoryEntity, ObservationEvidence
+from banks.models import Bank, Memory, ObservationEvidence
 from banks.selectors.holds import active_hold_ids
 from banks.services.audit import MAX_TARGET_IDS, audit_record
 from banks.services.holds import ensure_not_held
+from banks.services.memory_rows import rows_delete, rows_erase, rows_forget
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
@@ -100,10 +101,7 @@ def memory_forget(
             # Purge text, embedding and everything derived, keeping a tombstone for the changes feed.
             ids = list(selection.values_list("memory_id", flat=True))
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
-            MemoryEntity.objects.filter(memory__bank=bank, memory__memory_id__in=ids).delete()
-            Memory.objects.filter(bank=bank, memory_id__in=ids).update(
-                text="", embedding=None, metadata={}, tags=[], source=None, content_hash="", pii=False,
-                forgotten_at=Coalesce("forgotten_at", Value(now)), updated_at=now)
+            ids = rows_erase(bank, ids, now)
             outcome.deleted_count = len(ids)
         elif archive:
             # The one archive operation; this call writes its own audit event below, with the criteria.
@@ -115,8 +113,7 @@ def memory_forget(
             outcome.archived_count = len(ids)
         else:
             visible = selection.filter(forgotten_at__isnull=True)
-            ids = list(visible.values_list("memory_id", flat=True))
-            Memory.objects.filter(bank=bank, memory_id__in=ids).update(forgotten_at=now, updated_at=now)
+            ids = rows_forget(bank, pks=list(visible.values_list("pk", flat=True)), now=now)
             outcome.deleted_count = len(ids)
         outcome.memory_ids = ids
         action = "memory.erase" if erase else ("memory.archive" if archive else "memory.forget")
@@ -148,7 +145,7 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
             last_pk = rows[-1][0]
             ids = [memory_id for _, memory_id in rows]
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
-            Memory.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+            rows_delete(bank, [pk for pk, _ in rows])
             chunk_number += 1
             outcome.deleted_count += len(ids)
             audit_record(actor=actor, action="memory.erase", bank=bank, target_ids=ids, reason=reason,

@@ -19,13 +19,19 @@ from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.models import Bank, Memory
-from banks.models.rows import insert_row
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
-from banks.services.bulk_memories import COLUMNS
-from banks.services.entities import attach_entities, entity_mentions_add
+from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
+from banks.services.memory_rows import (
+    ensure_editable,
+    mentions_count,
+    row_insert,
+    row_update,
+    rows_archive,
+    rows_restore,
+)
 from banks.vectors import distance_sql, nearest_rows, prepare_graph_walk, vector_literal, vector_scope
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
@@ -188,7 +194,7 @@ def memory_retain(
     )
     try:
         with transaction.atomic():
-            _insert(memory)
+            row_insert(memory)
             linked: list[int] = []
             if entities:
                 _, linked = attach_entities(memory, entities, count=False)
@@ -208,7 +214,7 @@ def memory_retain(
             if duplicate:
                 raise _Superseded(duplicate)
             # Counted last (see banks.services.entities): the rows are held from here to the commit only.
-            entity_mentions_add(linked)
+            mentions_count(dict.fromkeys(linked, 1))
     except _Superseded as superseded:
         return superseded.outcome
     except IntegrityError as exc:
@@ -225,15 +231,6 @@ def memory_retain(
         raise
     return RetainOutcome(stored=True, memory=memory, memory_id=memory.memory_id, retention_action="created",
                          dropped_metadata_keys=tuple(dropped))
-
-
-# Written out, with the bulk writer's columns: Memory.save() composed this insert on every retain, at
-# three times its cost.
-def _insert(memory: Memory) -> None:
-    """Store the new ``memory``, taking back its id and what the insert triggers set on the row (the
-    vector index it went to, its text search configuration)."""
-    memory.pk, memory.own_vector_index, memory.search_config = insert_row(
-        memory, COLUMNS, ("id", "own_vector_index", "search_config"))
 
 
 class _Superseded(Exception):  # noqa: N818  (not an error: the retain became a duplicate; rolls it back)
@@ -339,8 +336,10 @@ def memory_update(
     """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``).
 
     Raises Conflict when another live memory of the bank holds the new text, also when it was
-    stored concurrently (the unique constraint decides).
+    stored concurrently (the unique constraint decides), and when the memory is a tombstone.
     """
+    ensure_editable(memory)
+    tags_before = list(memory.tags)
     changed: list[str] = []
     if new_text is None and text is not None and text != memory.text:
         new_text = prepare_text(bank=memory.bank, text=text)
@@ -375,7 +374,7 @@ def memory_update(
         return memory
     try:
         with transaction.atomic():
-            memory.save(update_fields=[*changed, "updated_at"])
+            row_update(memory, changed, tags_before=tags_before)
             audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
                          reason=reason, details={"fields": [f for f in changed if not f.startswith("embedding")
                                                             and f != "content_hash"]})
@@ -398,9 +397,7 @@ def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: s
     caller writes its own (``audit=False``)."""
     now = timezone.now()
     with transaction.atomic():
-        ids = list(Memory.objects.live().filter(bank=bank, memory_id__in=memory_ids)
-                   .values_list("memory_id", flat=True))
-        Memory.objects.filter(bank=bank, memory_id__in=ids).update(archived_at=now, updated_at=now)
+        ids = rows_archive(bank, memory_ids=memory_ids, now=now)
         if ids and audit:
             audit_record(actor=actor, action=action, bank=bank, target_ids=ids, reason=reason)
     return ids
@@ -431,7 +428,7 @@ def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: s
                 pks.append(pk)
                 restored.append(memory_id)
             if pks:
-                Memory.objects.filter(pk__in=pks).update(archived_at=None, updated_at=now)
+                rows_restore(bank, pks, now)
                 audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
     except IntegrityError as exc:
         if violated_constraint(exc) == "memory_content_unique_per_bank":

@@ -18,6 +18,7 @@ from banks.models import Bank, DuplicatePair, Memory, MemoryEntity, MemoryLink, 
 from banks.services.audit import audit_record
 from banks.services.entities import link_memory_entities
 from banks.services.memories import memory_update, prepare_text
+from banks.services.memory_rows import row_update, rows_archive, rows_not_duplicates_note
 from memoryhub.errors import InvalidInput, NotFound
 
 
@@ -45,7 +46,7 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         metadata.update(survivor.metadata or {})
         metadata["merged_from"] = list(dict.fromkeys([*(survivor.metadata or {}).get("merged_from", []),
                                                       *(o.memory_id for o in others)]))
-        Memory.objects.filter(pk__in=other_pks).update(archived_at=now, merged_into=survivor, updated_at=now)
+        rows_archive(bank, pks=other_pks, merged_into=survivor.pk, now=now)
         MemoryLink.objects.bulk_create(
             [MemoryLink(bank=bank, source=o, target=survivor, link_type="merged_into", metadata={"text": o.text})
              for o in others], ignore_conflicts=True)
@@ -58,7 +59,9 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
              for e in ObservationEvidence.objects.filter(memory_ref__in=[o.memory_id for o in others],
                                                          observation__bank=bank)],
             ignore_conflicts=True)
-        Memory.objects.filter(pk=survivor.pk).update(tags=tags, metadata=metadata, updated_at=now)
+        tags_before = list(survivor.tags)
+        survivor.tags, survivor.metadata = tags, metadata
+        row_update(survivor, ["tags", "metadata"], tags_before=tags_before)
         survivor.refresh_from_db()
         if new_text is not None and new_text.text != survivor.text:
             survivor = memory_update(memory=survivor, actor=actor, new_text=new_text, reason="merged text")
@@ -83,15 +86,10 @@ def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str) -> int:
     ids = list(dict.fromkeys(memory_ids or []))
     if len(ids) < 2:
         raise InvalidInput("give at least two memory ids", field="memory_ids")
-    rows = list(Memory.objects.filter(bank=bank, memory_id__in=ids))
+    pks = list(Memory.objects.filter(bank=bank, memory_id__in=ids).values_list("pk", flat=True))
     with transaction.atomic():
-        for memory in rows:
-            metadata = dict(memory.metadata or {})
-            metadata["_not_duplicate_of"] = sorted(set(metadata.get("_not_duplicate_of", [])) |
-                                                   (set(ids) - {memory.memory_id}))
-            Memory.objects.filter(pk=memory.pk).update(metadata=metadata)
+        rows_not_duplicates_note(bank.pk, pks, ids)
         # The stored pairs among them go too (the scan skips dismissed pairs from now on).
-        pks = [m.pk for m in rows]
         DuplicatePair.objects.filter(bank=bank, memory_a_id__in=pks, memory_b_id__in=pks).delete()
         audit_record(actor=actor, action="memory.not_duplicates", bank=bank, target_ids=ids)
-    return len(rows)
+    return len(pks)

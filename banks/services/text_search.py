@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from banks.models import Bank, Job, JobState
 from banks.services.jobs import job_create, job_enqueue, job_progress
+from banks.services.memory_rows import rows_search_config_apply
 from banks.text_search import REINDEX_JOB_KIND, bank_language, config_name
 from memoryhub.queue import send_task
 
@@ -42,9 +43,7 @@ def reindex_batch(bank: Bank, after_pk: int, batch: int = BATCH_ROWS) -> tuple[i
         last = cursor.fetchone()[0]
         if last is None:
             return 0, None
-        cursor.execute("UPDATE banks_memory SET search_config = %s::regconfig WHERE bank_id = %s AND id > %s "
-                       "AND id <= %s AND search_config <> %s::regconfig", [target, bank.pk, after_pk, last, target])
-        return cursor.rowcount, int(last)
+        return rows_search_config_apply(bank.pk, after_pk, int(last), target), int(last)
 
 
 def reindex_bank(*, bank: Bank, job: Job | None = None, batch: int = BATCH_ROWS) -> int:

@@ -29,11 +29,10 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from banks.models import Bank
+from banks.services.memory_rows.upkeep import RECALL_MARK_INTERVAL, rows_mark_recalled
 
 logger = logging.getLogger(__name__)
 
-# A memory's last recall is kept to this precision; finer would cost a write per hit.
-RECALL_MARK_INTERVAL = "1 hour"
 
 _UPSERT = """
     INSERT INTO banks_bankusage (bank_id, recall_count, recall_hit_count, recall_score_sum, reflect_count,
@@ -52,22 +51,6 @@ _UPSERT = """
         last_recalled_at = GREATEST(banks_bankusage.last_recalled_at, EXCLUDED.last_recalled_at),
         last_error_at = GREATEST(banks_bankusage.last_error_at, EXCLUDED.last_error_at)
 """
-
-# S608 vetted: the interval is a module constant; every value is a parameter.
-_MARK = f"""
-    UPDATE banks_memory SET last_recalled_at = %s
-    WHERE id IN (
-        SELECT id FROM banks_memory
-        WHERE bank_id = %s AND memory_id = ANY(%s)
-          AND (last_recalled_at IS NULL OR last_recalled_at < %s - interval '{RECALL_MARK_INTERVAL}')
-        FOR UPDATE SKIP LOCKED)
-"""  # noqa: S608
-
-
-def _mark(cursor, bank_pk: int, memory_ids: list[str], now: datetime) -> None:  # noqa: ANN001
-    if memory_ids:
-        cursor.execute(_MARK, [now, bank_pk, memory_ids, now])
-
 
 @dataclass
 class _BankCounts:
@@ -101,7 +84,7 @@ def _write(cursor, bank_pk: int, counts: _BankCounts) -> None:  # noqa: ANN001
                              counts.last_error_at])
     if counts.marked and counts.last_recalled_at:
         # One time for all of them: the marks are kept to the hour anyway.
-        _mark(cursor, bank_pk, sorted(counts.marked), counts.last_recalled_at)
+        rows_mark_recalled(cursor, bank_pk, sorted(counts.marked), counts.last_recalled_at)
 
 
 def _write_all(pending: dict[int, _BankCounts]) -> None:

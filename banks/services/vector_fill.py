@@ -11,13 +11,13 @@ after. A text edited meanwhile got its own vector from the edit and is left alon
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from banks.models import Bank, Memory
-from banks.providers import Embedder
+from banks.providers import Embedder, bank_embedder
 from banks.providers.embed_pool import EmbedPool
 from banks.providers.embeddings import HashingEmbedder
-from banks.services.memories import bank_embedder
+from banks.services.memory_rows import rows_vectors_fill
 
 BATCH = 1000
 
@@ -36,16 +36,8 @@ def _pending(bank: Bank, after: int) -> list[tuple[int, str]]:
 
 
 def _store(rows: list[tuple[int, str]], literals: list[str], embedder: Embedder) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("CREATE TEMP TABLE IF NOT EXISTS memory_vector_staging (id bigint, embedding vector) "
-                       "ON COMMIT DELETE ROWS")
-        with cursor.cursor.copy("COPY memory_vector_staging (id, embedding) FROM STDIN") as copy:
-            for (pk, _), literal in zip(rows, literals, strict=True):
-                copy.write_row((pk, literal))
-        # Only rows still waiting: an edit meanwhile stored the vector of its new text itself.
-        cursor.execute("UPDATE banks_memory m SET embedding = s.embedding, embedding_model = %s, embedding_dims = %s "
-                       "FROM memory_vector_staging s WHERE m.id = s.id AND m.embedding_dims IS NULL",
-                       [embedder.name, embedder.dimensions])
+    with transaction.atomic():
+        rows_vectors_fill([pk for pk, _ in rows], literals, embedder.name, embedder.dimensions)
 
 
 def bank_vectors_fill(bank: Bank) -> int:

@@ -20,9 +20,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from banks.models import Bank, Memory
+from banks.providers import bank_embedder
 from banks.services.index_builds import index_build_settings
 from banks.services.locks import BANK_LOAD_LOCK, VECTOR_INDEX_LOCK, bank_lock_key
-from banks.services.memories import bank_embedder
+from banks.services.memory_rows import rows_vector_tier_adopt
 from banks.services.tag_indexes import bank_tag_indexes_drop
 from banks.services.vector_fill import bank_vectors_fill
 from banks.vectors import bank_index_name, bank_index_sql
@@ -60,7 +61,7 @@ def bank_vector_index_adopt(bank: Bank) -> bool:
             bank.own_vector_index = True
             return False
         Bank.objects.filter(pk=bank.pk).update(own_vector_index=True)
-        Memory.objects.filter(bank_id=bank.pk, own_vector_index=False).update(own_vector_index=True)
+        rows_vector_tier_adopt(bank.pk)
     bank.own_vector_index = True
     return True
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from banks.live.webhooks import BadSignature, verify
 from banks.models import WebhookDelivery, WebhookSource
 from banks.services.memories import RetainOutcome, memory_retain
-from memoryhub.errors import Conflict, InvalidInput, MemoryHubError, NotFound
+from memoryhub.errors import Conflict, InvalidInput, MemoryHubError, NotFound, violated_constraint
 
 logger = logging.getLogger(__name__)
 
@@ -85,15 +85,22 @@ def _ingest(source: WebhookSource, *, body: bytes, content_type: str, timestamp:
     tags = data.get("tags")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
         raise InvalidInput("must be a list of strings", field="tags")
+    # The delivery is recorded first, in its own short transaction: the retain embeds the text (maybe a
+    # remote call) before it opens its own, and no transaction waits on that. A retain that fails takes
+    # the record back, so the sender's retry of the same signed request is accepted.
     try:
         with transaction.atomic():
-            WebhookDelivery.objects.create(source=source, signature=verified)
-            return memory_retain(bank=source.bank, text=content, actor=f"webhook:{source.source_id}",
-                                 tags=list(dict.fromkeys([*(source.tags or []), *(tags or [])])),
-                                 metadata=data.get("metadata"), source=f"webhook:{source.source_id}")
+            delivery = WebhookDelivery.objects.create(source=source, signature=verified)
     except IntegrityError as exc:
-        if "webhook_delivery_once" in str(exc):
+        if violated_constraint(exc) == "webhook_delivery_once":
             raise Conflict("this signed request was already delivered (replay refused)") from None
+        raise
+    try:
+        return memory_retain(bank=source.bank, text=content, actor=f"webhook:{source.source_id}",
+                             tags=list(dict.fromkeys([*(source.tags or []), *(tags or [])])),
+                             metadata=data.get("metadata"), source=f"webhook:{source.source_id}")
+    except BaseException:
+        WebhookDelivery.objects.filter(pk=delivery.pk).delete()
         raise
 
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from banks.models import (
@@ -41,6 +41,7 @@ from banks.models import (
     WikiPage,
 )
 from banks.services.audit import audit_record
+from banks.services.memory_rows import rows_merged_into_set
 from memoryhub.errors import Conflict, Unprocessable
 from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
 from portability.formats.compression import open_archive_bytes
@@ -276,14 +277,8 @@ def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -
             loader.add(kind, row)
         for kind in order:
             loader.flush(kind)
-        if merged:
-            # One statement for every merge of the bank, not one per merged memory.
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "UPDATE banks_memory AS t SET merged_into_id = m.id FROM unnest(%s::varchar[], %s::varchar[]) "
-                    "AS v(memory_id, into_id) JOIN banks_memory AS m ON m.bank_id = %s AND m.memory_id = v.into_id "
-                    "WHERE t.bank_id = %s AND t.memory_id = v.memory_id",
-                    [[m for m, _ in merged], [i for _, i in merged], bank.pk, bank.pk])
+        # One statement for every merge of the bank, not one per merged memory.
+        rows_merged_into_set(bank.pk, merged)
         audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba",
                                                                             "counts": loader.counts})
     return loader.counts

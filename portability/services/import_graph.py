@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Q
-from django.utils import timezone
-
-from banks.models import Bank, Entity, EntityLink, Memory
+from banks.models import Bank, Entity, EntityLink
 from banks.selectors.holds import bank_under_hold
+from banks.services.memory_rows import rows_archive, rows_forget
 from portability.records import EntityRecord, MemoryRecord
 
 
@@ -44,12 +42,9 @@ def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]]) -> di
     pks = [pk for record, pk in stored if record.forgotten]
     if not pks:
         return {"forgotten": 0, "archived": 0}
-    now = timezone.now()
     if bank_under_hold(bank):
-        return {"forgotten": 0, "archived": Memory.objects.filter(
-            Q(archived_at__isnull=True), bank=bank, pk__in=pks).update(archived_at=now, updated_at=now)}
-    return {"forgotten": Memory.objects.filter(Q(forgotten_at__isnull=True), bank=bank, pk__in=pks).update(
-        forgotten_at=now, updated_at=now), "archived": 0}
+        return {"forgotten": 0, "archived": len(rows_archive(bank, pks=pks))}
+    return {"forgotten": len(rows_forget(bank, pks=pks)), "archived": 0}
 
 
 def import_graph_apply(bank: Bank, stored: list[tuple[MemoryRecord, int]]) -> dict[str, int]:

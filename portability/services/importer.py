@@ -19,20 +19,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
-from banks.models import Bank, Memory, MemoryEntity
+from banks.models import Bank, Memory
+from banks.providers import bank_embedder
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
-from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh, write_memory_rows
-from banks.services.memories import attach_entities, bank_embedder
+from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh
+from banks.services.entities import attach_entities_batch
+from banks.services.memory_rows import row_overwrite, rows_insert
 from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
-from memoryhub.errors import InvalidInput
+from memoryhub.errors import InvalidInput, is_lock_conflict, lock_conflict
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
 from portability.services.import_batches import after, batches, load
@@ -295,27 +297,49 @@ class _Importer:
         A row whose id or live content another writer stored since the batch was
         classified is left out by the bulk writer (the caller reports it); the rest land.
         """
-        return write_memory_rows(self.bank.pk, rows, timezone.now())
+        return rows_insert(self.bank.pk, rows, timezone.now())
 
     def _overwrite(self, memory: Memory, pk: int) -> bool:
-        values = {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS}
-        try:
-            with transaction.atomic():
-                Memory.objects.filter(pk=pk).update(**values, archived_at=None, forgotten_at=None)
-                # The text changed, so what it mentions did too: the archive's (or extracted) entities replace the old.
-                MemoryEntity.objects.filter(memory_id=pk).delete()
-        except IntegrityError:
-            return False
-        return True
+        # The text changed, so what it mentions did too: the owner drops the old mentions (and their
+        # counts); the archive's (or extracted) entities are attached with the batch's.
+        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS})
 
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
-        """One code path for every batch: embed and extract first, then one transaction per batch."""
+        """One code path for every batch: embed and extract first, then one transaction per batch.
+
+        A batch that loses a deadlock or a lock timeout to a concurrent writer rolled back whole: it is
+        written once more, and a second loss is the caller's ``409`` (retry), never a lost batch."""
         now = timezone.now()
         everything = [r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows]
         vectors = self._vectors(everything)
         self._entities(everything)
+        try:
+            outcome = self._store(new_rows, overwrite_rows, vectors, now)
+        except OperationalError as exc:
+            if not is_lock_conflict(exc):
+                raise
+            try:
+                outcome = self._store(new_rows, overwrite_rows, vectors, now)
+            except OperationalError as again:
+                if is_lock_conflict(again):
+                    raise lock_conflict() from again
+                raise
         report = self.report
+        for position, reason in outcome.refused:
+            report.duplicates += 1
+            report.note(position, reason)
+        report.imported += outcome.imported
+        report.overwritten += outcome.overwritten
+        report.links += outcome.links
+        report.entity_links += outcome.graph["entity_links"]
+        report.forgotten += outcome.graph["forgotten"]
+        report.archived += outcome.graph["archived"]
+
+    def _store(self, new_rows: list[tuple[MemoryRecord, str]], overwrite_rows: list[tuple[MemoryRecord, str, int]],
+               vectors: list[list[float] | str | None], now: Any) -> _BatchOutcome:
+        """The batch's transaction; the report is only told once it committed."""
+        outcome = _BatchOutcome()
         with transaction.atomic():
             landed = self._insert([self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)])
             stored: list[tuple[MemoryRecord, int]] = []
@@ -323,34 +347,35 @@ class _Importer:
                 if record.memory_id in landed:
                     stored.append((record, landed[record.memory_id or ""]))
                 else:
-                    report.duplicates += 1
-                    report.note(record.position, "already stored by a concurrent writer")
-            overwritten = 0
+                    outcome.refused.append((record.position, "already stored by a concurrent writer"))
             for (record, digest, pk), vector in zip(overwrite_rows, vectors[len(new_rows):], strict=True):
                 if self._overwrite(self._memory(record, digest, vector, now), pk):
                     stored.append((record, pk))
-                    overwritten += 1
+                    outcome.overwritten += 1
                 else:
-                    report.duplicates += 1
-                    report.note(record.position, "its content is already stored under another memory")
-            for record, pk in stored:
-                if record.entities:
-                    attach_entities(Memory(pk=pk, bank=self.bank), [
-                        {"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases}
-                        for e in record.entities])
+                    outcome.refused.append((record.position, "its content is already stored under another memory"))
+            attach_entities_batch(self.bank.pk, [
+                (pk, [{"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases} for e in record.entities])
+                for record, pk in stored if record.entities])
             links_queue(self.bank, [record for record, _ in stored])
-            links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
-            graph = import_graph_apply(self.bank, stored)
+            outcome.links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
+            outcome.graph = import_graph_apply(self.bank, stored)
             audit_record(actor=self.actor, action="bank.import.batch", bank=self.bank,
                          target_ids=[record.memory_id or "" for record, _ in stored],
-                         details={"source": self.source_label, "imported": len(landed), "overwritten": overwritten,
-                                  "links": links, "through_line": self.report.lines})
-        report.imported += len(landed)
-        report.overwritten += overwritten
-        report.links += links
-        report.entity_links += graph["entity_links"]
-        report.forgotten += graph["forgotten"]
-        report.archived += graph["archived"]
+                         details={"source": self.source_label, "imported": len(landed),
+                                  "overwritten": outcome.overwritten, "links": outcome.links,
+                                  "through_line": self.report.lines})
+        outcome.imported = len(landed)
+        return outcome
+
+
+@dataclass
+class _BatchOutcome:
+    imported: int = 0
+    overwritten: int = 0
+    links: int = 0
+    graph: dict[str, int] = field(default_factory=dict)
+    refused: list[tuple[Any, str]] = field(default_factory=list)
 
 
 def archive_import(

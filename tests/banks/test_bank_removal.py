@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import AuditEvent, Bank, DuplicatePair, Entity, Job, Memory, MemoryEntity, MemoryLink
+from banks.providers import bank_embedder
 from banks.services import bank_removal
 from banks.services.banks import bank_delete
-from banks.services.memories import bank_embedder, memory_retain
+from banks.services.memories import memory_retain
 from tests.conftest import ApiClient
 from tests.worker import wait_for
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import Bank, DuplicatePair, Job, Memory
-from banks.services.memories import bank_embedder, memory_retain
+from banks.providers import bank_embedder
+from banks.services.memories import memory_retain
 from tests.worker import wait_for
 
 OLD_PAIR = ("Alice Smith likes jazz and blues.", "Alice Smith likes jazz and blues music.")

@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import Bank, Entity, Memory
-from banks.services.memories import bank_embedder, memory_retain
+from banks.providers import bank_embedder
+from banks.services.memories import memory_retain
 from memoryhub.replica import REPLICA_ALIAS, lagging_reads, read_connection
 
 PRIMARY_TEXT = "The primary copy says the harbour ferry leaves at seven."

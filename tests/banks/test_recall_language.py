@@ -18,8 +18,9 @@ from banks.selectors.recall import recall_memories
 from banks.selectors.recall_memo import clear_recall_memos
 from banks.services import text_search
 from banks.services.banks import bank_update
-from banks.services.bulk_memories import MemoryRow, write_memory_rows
+from banks.services.bulk_memories import MemoryRow
 from banks.services.memories import memory_retain
+from banks.services.memory_rows import rows_insert
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +71,7 @@ def test_bulk_loaded_rows_take_their_banks_language(make_bank):
                     content_hash=content_hash("Ils mangeaient ensemble."), embedding=[0.5] * 384,
                     embedding_model="hashing-384", embedding_dims=384)
     with transaction.atomic():
-        write_memory_rows(french.pk, [row], now)
+        rows_insert(french.pk, [row], now)
     assert Memory.objects.get(bank=french).search_config == "memoryhub_french"
     assert _keyword(french, "manger") == ["Ils mangeaient ensemble."]
 

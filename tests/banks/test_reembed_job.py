@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import Job, Memory
-from banks.services.memories import bank_embedder
+from banks.providers import bank_embedder
 from tests.worker import wait_for
 
 N = 1200  # more than two batches of 500

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from banks.content import content_hash
 from banks.models import Bank, Memory
-from banks.services.bulk_memories import MemoryRow, write_memory_rows
+from banks.services.bulk_memories import MemoryRow
+from banks.services.memory_rows import rows_insert
 
 
 def _row(memory_id: str, text: str, tags: list[str] | None = None) -> MemoryRow:
@@ -21,7 +22,7 @@ def _row(memory_id: str, text: str, tags: list[str] | None = None) -> MemoryRow:
 
 def test_rows_land_with_their_fields_and_are_keyword_searchable(bank: Bank) -> None:
     with transaction.atomic():
-        landed = write_memory_rows(bank.pk, [_row("a", "Alpha deploys on Tuesday", ["ops", "a,b"]),
+        landed = rows_insert(bank.pk, [_row("a", "Alpha deploys on Tuesday", ["ops", "a,b"]),
                                              _row("b", "Beta line\nwith a newline and a \\ backslash")],
                                    timezone.now())
     assert set(landed) == {"a", "b"}
@@ -35,9 +36,9 @@ def test_rows_land_with_their_fields_and_are_keyword_searchable(bank: Bank) -> N
 
 def test_existing_ids_and_live_content_are_left_out(bank: Bank) -> None:
     with transaction.atomic():
-        write_memory_rows(bank.pk, [_row("a", "first text")], timezone.now())
+        rows_insert(bank.pk, [_row("a", "first text")], timezone.now())
     with transaction.atomic():
-        landed = write_memory_rows(bank.pk, [_row("a", "other text"), _row("b", "first text"),
+        landed = rows_insert(bank.pk, [_row("a", "other text"), _row("b", "first text"),
                                              _row("c", "third text")], timezone.now())
     assert set(landed) == {"c"}
     assert Memory.objects.filter(bank=bank).count() == 2

@@ -1,0 +1,321 @@
+"""Inserting, editing, archiving, restoring, forgetting and erasing memory rows; mention counters.
+
+Every function runs in its caller's transaction (a bulk action's chunk, an import's batch, a retain)
+and is set-based: one statement for the rows, one for their mentions and counters, whatever the
+number of rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from banks.models import Bank, DuplicatePair, Memory, MemoryLink
+from banks.models.rows import insert_row
+from banks.services.bulk_memories import COLUMNS, MemoryRow
+from banks.vectors import vector_literal
+from memoryhub.errors import Conflict, violated_constraint
+
+
+@dataclass(frozen=True)
+class RowsChanged:
+    """What a hook is told: ``kind`` (insert, overwrite, move, erase, delete), the bank the rows are in
+    now, their primary keys, and for a move the bank they left."""
+
+    kind: str
+    bank_pk: int
+    pks: tuple[int, ...]
+    from_bank_pk: int | None = None
+
+
+_HOOKS: list[Callable[[RowsChanged], None]] = []
+
+
+def on_rows_changed(hook: Callable[[RowsChanged], None]) -> Callable[[RowsChanged], None]:
+    """Register ``hook``: it runs inside the writer's transaction after rows were inserted, overwritten,
+    moved or erased (what depends on a neighbouring row refreshes there, and rolls back with it)."""
+    if hook not in _HOOKS:
+        _HOOKS.append(hook)
+    return hook
+
+
+def _changed(kind: str, bank_pk: int, pks: Iterable[int], from_bank_pk: int | None = None) -> None:
+    keys = tuple(pks)
+    if keys:
+        for hook in list(_HOOKS):
+            hook(RowsChanged(kind=kind, bank_pk=bank_pk, pks=keys, from_bank_pk=from_bank_pk))
+
+
+def ensure_editable(memory: Memory) -> None:
+    """A forgotten memory is a tombstone: its text was taken out of recall (or purged) on purpose."""
+    if memory.forgotten_at is not None:
+        raise Conflict(f"Memory '{memory.memory_id}' was forgotten: a tombstone cannot be edited",
+                       memory_id=memory.memory_id)
+
+
+# --- mention counters -------------------------------------------------------------------------------
+
+def mentions_count(deltas: dict[int, int]) -> None:
+    """Move each entity's ``mention_count`` by its delta, in one statement, rows locked in id order (two
+    writers locking the same entities in different orders would deadlock). NO KEY UPDATE, the lock the
+    update itself takes: a plain FOR UPDATE also waits for writers that merely inserted a mention of the
+    entity (their key share lock), and those may be waiting for us."""
+    deltas = {pk: d for pk, d in deltas.items() if d}
+    if not deltas:
+        return
+    pks = sorted(deltas)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count + d.delta, 0) "
+            "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.id = d.id AND e.id IN "
+            "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
+            [pks, [deltas[pk] for pk in pks], pks])
+
+
+def mentions_drop(memory_pks: Sequence[int]) -> int:
+    """Delete the mentions of ``memory_pks`` and take them off their entities' counts (one statement);
+    returns how many mentions went."""
+    if not memory_pks:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id), "
+            "counted AS (SELECT entity_id AS id, count(*) AS n FROM gone GROUP BY entity_id), "
+            "locked AS (SELECT e.id FROM banks_entity e WHERE e.id IN (SELECT id FROM counted) "
+            "ORDER BY e.id FOR NO KEY UPDATE) "
+            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count - c.n, 0) FROM counted c "
+            "WHERE e.id = c.id AND e.id IN (SELECT id FROM locked) RETURNING c.n",
+            [list(memory_pks)])
+        return sum(int(n) for (n,) in cursor.fetchall())
+
+
+def _pairs_drop(memory_pks: Sequence[int]) -> None:
+    """Near-duplicate pairs were measured on a text that changed or left the bank."""
+    DuplicatePair.objects.filter(memory_a_id__in=memory_pks).delete()
+    DuplicatePair.objects.filter(memory_b_id__in=memory_pks).delete()
+
+
+# --- inserts ----------------------------------------------------------------------------------------
+
+def row_insert(memory: Memory) -> None:
+    """Store the new ``memory`` (a retain), taking back its id and what the insert triggers derived
+    from its bank (the vector-index tier, the text search configuration)."""
+    memory.pk, memory.own_vector_index, memory.search_config = insert_row(
+        memory, COLUMNS, ("id", "own_vector_index", "search_config"))
+    _changed("insert", memory.bank_id, [memory.pk])
+
+
+def _staging_sql() -> str:
+    return ("CREATE TEMP TABLE IF NOT EXISTS memory_bulk_staging ("
+            "bank_id bigint, memory_id varchar(255), text text, fact_type varchar(64), memory_layer varchar(64), "
+            "tags varchar(255)[], metadata jsonb, occurred_at timestamptz, retained_at timestamptz, "
+            "created_at timestamptz, updated_at timestamptz, source varchar(2048), pii boolean, "
+            "content_hash varchar(64), embedding vector, embedding_model varchar(200), "
+            "embedding_dims smallint) ON COMMIT DELETE ROWS")
+
+
+def _literal(embedding: Sequence[float] | str | None) -> str | None:
+    if embedding is None or isinstance(embedding, str):
+        return embedding
+    return vector_literal(list(embedding))
+
+
+def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[str, int]:
+    """Store ``rows`` in bank ``bank_pk`` (COPY into a staging table, one INSERT ... SELECT); return
+    ``{memory_id: pk}`` of the rows that landed (see banks.services.bulk_memories for why this shape).
+
+    Must run inside a transaction (the staging rows vanish at commit). A row whose ``memory_id`` or
+    live content is already in the bank is left out of the result.
+    """
+    if not rows:
+        return {}
+    columns = ", ".join(COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(_staging_sql())
+        cursor.execute("TRUNCATE memory_bulk_staging")
+        raw = cursor.cursor  # the psycopg 3 cursor under Django's wrapper
+        with raw.copy(f"COPY memory_bulk_staging ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((
+                    bank_pk, row.memory_id, row.text, row.fact_type, row.memory_layer, list(row.tags),
+                    json.dumps(row.metadata), row.occurred_at, row.retained_at, row.created_at, now, row.source,
+                    False, row.content_hash, _literal(row.embedding), row.embedding_model, row.embedding_dims,
+                ))
+        # The bank's vector tier, under the same key share lock the row trigger takes (a bank moving to
+        # its own index waits for this batch); passing it spares the trigger a lookup per row.
+        cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s FOR KEY SHARE", [bank_pk])
+        own = bool(cursor.fetchone()[0])
+        # Rows go in content-hash order: two imports storing the same texts wait for each other in one
+        # order instead of deadlocking. Vetted: {columns} is the fixed column list; the flag is a parameter.
+        cursor.execute(
+            f"INSERT INTO banks_memory ({columns}, own_vector_index) "  # noqa: S608
+            f"SELECT {columns}, %s FROM memory_bulk_staging ORDER BY content_hash "
+            "ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
+        landed = {memory_id: pk for memory_id, pk in cursor.fetchall()}
+    _changed("insert", bank_pk, landed.values())
+    return landed
+
+
+# --- edits ------------------------------------------------------------------------------------------
+
+def row_overwrite(bank: Bank, pk: int, values: dict[str, Any]) -> bool:
+    """Replace the row ``pk`` of ``bank`` with ``values`` (an import's overwrite: the row comes back
+    live). Its mentions and near-duplicate pairs went with the old text (counters moved); the caller
+    attaches the new ones. False, and nothing written, when another live row holds the new text."""
+    try:
+        with transaction.atomic():
+            written = Memory.objects.filter(pk=pk, bank_id=bank.pk).update(
+                **values, archived_at=None, forgotten_at=None)
+            if not written:
+                return False
+            mentions_drop([pk])
+            _pairs_drop([pk])
+            _changed("overwrite", bank.pk, [pk])
+    except IntegrityError as exc:
+        if violated_constraint(exc) == "memory_content_unique_per_bank":
+            return False
+        raise
+    return True
+
+
+_TAGS_CHANGE = ("ARRAY(SELECT t FROM unnest(tags || %s::varchar[]) WITH ORDINALITY AS x(t, n) "
+                "WHERE NOT (t = ANY(%s::varchar[])) GROUP BY t ORDER BY min(n))")
+
+
+def row_update(memory: Memory, fields: Sequence[str], *, tags_before: Sequence[str] | None = None) -> None:
+    """Write the changed ``fields`` of ``memory`` (as set on the instance); refuses a tombstone, also one
+    forgotten since it was loaded. Tags are written as the change from ``tags_before`` (what the editor
+    saw), applied to the row as it is now: a tag a bulk action added meanwhile stays."""
+    ensure_editable(memory)
+    now = timezone.now()
+    values = {name: getattr(memory, name) for name in fields if name != "tags"}
+    with transaction.atomic():
+        written = Memory.objects.filter(pk=memory.pk, forgotten_at__isnull=True).update(**values, updated_at=now)
+        if written and "tags" in fields:
+            before = list(tags_before if tags_before is not None else [])
+            added = [t for t in memory.tags if t not in before]
+            removed = [t for t in before if t not in memory.tags] if tags_before is not None else []
+            with connection.cursor() as cursor:
+                # Vetted: the statement is a module constant; values are parameters.
+                cursor.execute(f"UPDATE banks_memory SET tags = {_TAGS_CHANGE} WHERE id = %s "  # noqa: S608
+                               "RETURNING tags", [added, removed, memory.pk])
+                memory.tags = list(cursor.fetchone()[0])
+        if not written:
+            raise Conflict(f"Memory '{memory.memory_id}' was forgotten: a tombstone cannot be edited",
+                           memory_id=memory.memory_id)
+        if "text" in fields:
+            _pairs_drop([memory.pk])
+    memory.updated_at = now
+
+
+def rows_tag(bank: Bank, pks: Sequence[int], tag: str) -> int:
+    """Add ``tag`` to the rows that lack it, in one statement on the rows as they are (no read-modify-
+    write: a concurrent edit of the same row keeps its change). Tombstones and rows at the tag limit
+    are left alone. Returns how many rows changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_memory SET tags = array_append(tags, %s::varchar), updated_at = %s "
+            "WHERE bank_id = %s AND id = ANY(%s) AND forgotten_at IS NULL "
+            "AND NOT (tags @> ARRAY[%s]::varchar[]) AND cardinality(tags) < %s",
+            [tag, timezone.now(), bank.pk, list(pks), tag, settings.MEMORYHUB_MAX_TAGS])
+        return int(cursor.rowcount)
+
+
+def rows_untag(bank: Bank, pks: Sequence[int], tag: str) -> int:
+    """Remove ``tag`` from the rows holding it, in one statement (see rows_tag)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_memory SET tags = array_remove(tags, %s::varchar), updated_at = %s "
+            "WHERE bank_id = %s AND id = ANY(%s) AND forgotten_at IS NULL AND tags @> ARRAY[%s]::varchar[]",
+            [tag, timezone.now(), bank.pk, list(pks), tag])
+        return int(cursor.rowcount)
+
+
+# --- lifecycle --------------------------------------------------------------------------------------
+
+def _where(bank: Bank, memory_ids: Sequence[str] | None, pks: Sequence[int] | None) -> tuple[str, list[Any]]:
+    if pks is not None:
+        return "bank_id = %s AND id = ANY(%s)", [bank.pk, list(pks)]
+    return "bank_id = %s AND memory_id = ANY(%s::varchar[])", [bank.pk, list(memory_ids or [])]
+
+
+def rows_archive(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Sequence[int] | None = None,
+                 merged_into: int | None = None, now: datetime | None = None) -> list[str]:
+    """Archive the live ones among the rows named (by id or key); returns the ids archived."""
+    now = now or timezone.now()
+    where, params = _where(bank, memory_ids, pks)
+    with connection.cursor() as cursor:
+        # Vetted: {where} is one of two fixed conditions; values are parameters.
+        cursor.execute("UPDATE banks_memory SET archived_at = %s, updated_at = %s, "  # noqa: S608
+                       "merged_into_id = COALESCE(%s, merged_into_id) "
+                       f"WHERE {where} AND archived_at IS NULL AND forgotten_at IS NULL RETURNING memory_id",
+                       [now, now, merged_into, *params])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None) -> int:
+    """Bring archived rows back (never a tombstone); the caller checked that their content is free."""
+    now = now or timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory SET archived_at = NULL, updated_at = %s WHERE bank_id = %s "
+                       "AND id = ANY(%s) AND archived_at IS NOT NULL AND forgotten_at IS NULL",
+                       [now, bank.pk, list(pks)])
+        return int(cursor.rowcount)
+
+
+def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Sequence[int] | None = None,
+                now: datetime | None = None) -> list[str]:
+    """Tombstone the rows named that are not yet (history ``as_of`` an earlier moment still sees them);
+    returns the ids forgotten."""
+    now = now or timezone.now()
+    where, params = _where(bank, memory_ids, pks)
+    with connection.cursor() as cursor:
+        # Vetted: {where} is one of two fixed conditions; values are parameters.
+        cursor.execute(f"UPDATE banks_memory SET forgotten_at = %s, updated_at = %s WHERE {where} "  # noqa: S608
+                       "AND forgotten_at IS NULL RETURNING memory_id", [now, now, *params])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = None) -> list[str]:
+    """Purge the text, vector, metadata, tags, mentions (counters moved), near-duplicate pairs and the
+    text a merge link kept of the rows named; each stays as a tombstone for the changes feed. Returns
+    the ids erased."""
+    now = now or timezone.now()
+    rows = list(Memory.objects.filter(bank=bank, memory_id__in=list(memory_ids)).values_list("pk", "memory_id"))
+    pks = [pk for pk, _ in rows]
+    if not pks:
+        return []
+    mentions_drop(pks)
+    _pairs_drop(pks)
+    MemoryLink.objects.filter(source_id__in=pks).update(metadata={})
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory SET text = '', embedding = NULL, metadata = '{}'::jsonb, tags = '{}', "
+                       "source = NULL, content_hash = '', pii = false, "
+                       "forgotten_at = COALESCE(forgotten_at, %s), updated_at = %s WHERE id = ANY(%s)",
+                       [now, now, pks])
+    _changed("erase", bank.pk, pks)
+    return [memory_id for _, memory_id in rows]
+
+
+def rows_delete(bank: Bank, pks: Sequence[int]) -> int:
+    """Remove rows for good (a compliance erasure); their mentions' counters move first."""
+    if not pks:
+        return 0
+    mentions_drop(pks)
+    deleted = Memory.objects.filter(bank=bank, pk__in=list(pks)).delete()[1].get("banks.Memory", 0)
+    _changed("delete", bank.pk, pks)
+    return int(deleted)
+
+
+__all__ = [
+    "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "on_rows_changed", "row_insert",
+    "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
+    "rows_restore", "rows_tag", "rows_untag",
+]

@@ -1,0 +1,95 @@
+"""Moving memory rows into another bank: the row takes the target's bank-scoped columns, and what
+hangs off it follows.
+
+* the row: the target's vector-index tier (a bank with its own index leaves the shared one out of
+  its rows), the target's model (a vector of another model is replaced by one the caller computed
+  with the target's embedder, before any transaction opened), its search configuration (a trigger);
+* its mentions: re-pointed at the target's entities of the same id (created when missing), each
+  source entity's count down and each target entity's count up, in one statement;
+* its links: a link between two moved rows moves along; one with an end left behind would join two
+  banks and is dropped; a ``merged_into`` pointer across the banks is cleared;
+* its near-duplicate pairs were measured in the old bank: dropped.
+
+A tombstone stays where it was; so does a row whose id, or live text, the target already holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from django.db import connection
+from django.utils import timezone
+
+from banks.models import Bank
+from banks.services.memory_rows.core import _changed, _pairs_drop, mentions_count
+from banks.vectors import vector_literal
+
+
+def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims: int,
+              vectors: dict[int, list[float]] | None = None) -> tuple[list[str], int]:
+    """Move the rows ``pks`` of ``bank`` into ``target``, whose embedder is ``model`` of ``dims``;
+    ``vectors`` holds the target model's vector of each row embedded with another model (a row that
+    needs one and has none stays). Returns (the ids moved, how many stayed)."""
+    vectors = vectors or {}
+    with connection.cursor() as cursor:
+        # The target's tier, under the key share lock an insert takes: a bank adopting its own index
+        # waits for this move, and one that adopted it before is read here.
+        cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s FOR KEY SHARE", [target.pk])
+        own = bool(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT m.id, m.memory_id, m.embedding_model FROM banks_memory m WHERE m.bank_id = %s "
+            "AND m.id = ANY(%s) AND m.forgotten_at IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM banks_memory t WHERE t.bank_id = %s AND t.memory_id = m.memory_id) "
+            "AND NOT (m.archived_at IS NULL AND EXISTS (SELECT 1 FROM banks_memory t WHERE t.bank_id = %s "
+            "AND t.content_hash = m.content_hash AND t.archived_at IS NULL AND t.forgotten_at IS NULL)) "
+            "ORDER BY m.id FOR UPDATE",
+            [bank.pk, list(pks), target.pk, target.pk])
+        movable = [(pk, memory_id) for pk, memory_id, row_model in cursor.fetchall()
+                   if row_model == model or pk in vectors]
+        if not movable:
+            return [], len(pks)
+        moved = [pk for pk, _ in movable]
+        fresh = [vector_literal(vectors[pk]) if pk in vectors else None for pk in moved]
+        cursor.execute(
+            "UPDATE banks_memory m SET bank_id = %s, own_vector_index = %s, updated_at = %s, "
+            "merged_into_id = CASE WHEN m.merged_into_id = ANY(%s) THEN m.merged_into_id END, "
+            "embedding = COALESCE(v.embedding::vector, m.embedding), "
+            "embedding_model = CASE WHEN v.embedding IS NULL THEN m.embedding_model ELSE %s END, "
+            "embedding_dims = CASE WHEN v.embedding IS NULL THEN m.embedding_dims ELSE %s END "
+            "FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) WHERE m.id = v.id",
+            [target.pk, own, timezone.now(), moved, model, dims, moved, fresh])
+        cursor.execute("UPDATE banks_memory SET merged_into_id = NULL WHERE bank_id = %s AND merged_into_id = ANY(%s)",
+                       [bank.pk, moved])
+        _mentions_move(cursor, target, moved)
+        cursor.execute("UPDATE banks_memorylink SET bank_id = %s WHERE source_id = ANY(%s) AND target_id = ANY(%s)",
+                       [target.pk, moved, moved])
+        cursor.execute("DELETE FROM banks_memorylink WHERE (source_id = ANY(%s) AND NOT target_id = ANY(%s)) "
+                       "OR (target_id = ANY(%s) AND NOT source_id = ANY(%s))", [moved, moved, moved, moved])
+    _pairs_drop(moved)
+    _changed("move", target.pk, moved, from_bank_pk=bank.pk)
+    return [memory_id for _, memory_id in movable], len(pks) - len(movable)
+
+
+def _mentions_move(cursor, target: Bank, moved: list[int]) -> None:  # noqa: ANN001
+    # The target's entities of the same ids, in id order (two writers inserting the same new entities
+    # wait for each other in one order).
+    cursor.execute(
+        "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
+        "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, e.aliases, e.metadata, 0, now() "
+        "FROM banks_entity e WHERE e.id IN (SELECT entity_id FROM banks_memoryentity WHERE memory_id = ANY(%s)) "
+        "ORDER BY e.entity_id ON CONFLICT DO NOTHING",
+        [target.pk, moved])
+    cursor.execute(
+        "UPDATE banks_memoryentity me SET bank_id = %s, entity_id = t.id FROM banks_entity s "
+        "JOIN banks_entity t ON t.bank_id = %s AND t.entity_id = s.entity_id "
+        "WHERE me.memory_id = ANY(%s) AND s.id = me.entity_id RETURNING s.id, t.id",
+        [target.pk, target.pk, moved])
+    deltas: Counter[int] = Counter()
+    for old, new in cursor.fetchall():
+        deltas[old] -= 1
+        deltas[new] += 1
+    mentions_count(dict(deltas))
+
+
+__all__ = ["rows_move"]

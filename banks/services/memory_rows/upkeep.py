@@ -1,0 +1,96 @@
+"""Upkeep of memory rows that changes no text: vectors, the vector-index tier, the search configuration,
+recall marks, merge pointers and "not a duplicate" notes. Each is one set-based statement; the callers
+(the re-embed and vector-fill jobs, the language change, recall usage, archive restore, the review
+page) decide when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection
+
+# A memory's last recall is kept to this precision; finer would cost a write per hit.
+RECALL_MARK_INTERVAL = "1 hour"
+
+# S608 vetted: the interval is a module constant; every value is a parameter.
+_MARK = f"""
+    UPDATE banks_memory SET last_recalled_at = %s
+    WHERE id IN (
+        SELECT id FROM banks_memory
+        WHERE bank_id = %s AND memory_id = ANY(%s)
+          AND (last_recalled_at IS NULL OR last_recalled_at < %s - interval '{RECALL_MARK_INTERVAL}')
+        FOR UPDATE SKIP LOCKED)
+"""  # noqa: S608
+
+
+def rows_mark_recalled(cursor, bank_pk: int, memory_ids: list[str], now: datetime) -> None:  # noqa: ANN001
+    """Mark memories recalled at ``now``, at most once an hour each, skipping rows another transaction
+    holds (a recall never waits for a writer); on the caller's cursor (usage flushes batch them)."""
+    if memory_ids:
+        cursor.execute(_MARK, [now, bank_pk, memory_ids, now])
+
+
+def rows_vectors_fill(pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
+    """Store the vectors of rows a big import stored without them (only rows still waiting: an edit
+    meanwhile stored the vector of its new text itself)."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE IF NOT EXISTS memory_vector_staging (id bigint, embedding vector) "
+                       "ON COMMIT DELETE ROWS")
+        with cursor.cursor.copy("COPY memory_vector_staging (id, embedding) FROM STDIN") as copy:
+            for pk, literal in zip(pks, literals, strict=True):
+                copy.write_row((pk, literal))
+        cursor.execute("UPDATE banks_memory m SET embedding = s.embedding, embedding_model = %s, embedding_dims = %s "
+                       "FROM memory_vector_staging s WHERE m.id = s.id AND m.embedding_dims IS NULL", [model, dims])
+
+
+def rows_reembed(pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
+    """Replace the vectors of ``pks`` with ``model``'s (the re-embed job), in one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory m SET embedding = v.embedding::vector, embedding_model = %s, "
+                       "embedding_dims = %s FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) "
+                       "WHERE m.id = v.id", [model, dims, list(pks), list(literals)])
+
+
+def rows_vector_tier_adopt(bank_pk: int) -> None:
+    """Flag every row of a bank that moved onto its own vector index (the caller holds the bank's row)."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory SET own_vector_index = true WHERE bank_id = %s AND NOT own_vector_index",
+                       [bank_pk])
+
+
+def rows_search_config_apply(bank_pk: int, after_pk: int, last_pk: int, config: str) -> int:
+    """Re-compute the rows ``(after_pk, last_pk]`` of a bank in text search configuration ``config``."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory SET search_config = %s::regconfig WHERE bank_id = %s AND id > %s "
+                       "AND id <= %s AND search_config <> %s::regconfig", [config, bank_pk, after_pk, last_pk, config])
+        return int(cursor.rowcount)
+
+
+def rows_merged_into_set(bank_pk: int, merged: Sequence[tuple[str, str]]) -> None:
+    """Point each ``(memory_id, into_id)`` of a restored bank at its survivor, in one statement."""
+    if not merged:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_memory AS t SET merged_into_id = m.id FROM unnest(%s::varchar[], %s::varchar[]) "
+            "AS v(memory_id, into_id) JOIN banks_memory AS m ON m.bank_id = %s AND m.memory_id = v.into_id "
+            "WHERE t.bank_id = %s AND t.memory_id = v.memory_id",
+            [[m for m, _ in merged], [i for _, i in merged], bank_pk, bank_pk])
+
+
+def rows_not_duplicates_note(bank_pk: int, pks: Sequence[int], memory_ids: Sequence[str]) -> None:
+    """Note in each row's metadata (``_not_duplicate_of``) the others of ``memory_ids``, added to what it
+    already lists, in one statement on the rows as they are."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_memory SET metadata = jsonb_set(COALESCE(metadata, '{}'::jsonb), '{_not_duplicate_of}', "
+            "COALESCE((SELECT jsonb_agg(x ORDER BY x) FROM (SELECT jsonb_array_elements_text(COALESCE("
+            "metadata->'_not_duplicate_of', '[]'::jsonb)) UNION SELECT unnest(%s::text[])) AS s(x) "
+            "WHERE x <> memory_id), '[]'::jsonb)) WHERE bank_id = %s AND id = ANY(%s)",
+            [list(memory_ids), bank_pk, list(pks)])
+
+
+__all__ = ["RECALL_MARK_INTERVAL", "rows_mark_recalled", "rows_merged_into_set", "rows_not_duplicates_note",
+           "rows_reembed", "rows_search_config_apply", "rows_vector_tier_adopt", "rows_vectors_fill"]

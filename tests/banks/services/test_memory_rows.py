@@ -1,0 +1,113 @@
+"""The owner of memory rows: every writer keeps a bank's invariants (tier, counters, links, tombstones)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from banks.models import AuditEvent, Memory, MemoryLink
+from banks.providers import bank_embedder
+from banks.services.bulk import bulk_apply
+from banks.services.forget import memory_forget
+from banks.services.memories import memory_update, nearest_live_memory
+from banks.services.vector_indexes import bank_vector_index_adopt
+from memoryhub.errors import Conflict
+from tests.factories import entity, make_bank, make_import, make_link, make_memory, row_invariant_breaks
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_bulk_move_into_a_bank_with_its_own_vector_index_takes_its_tier_mentions_and_links():
+    source, target = make_bank("move-from"), make_bank("move-to")
+    make_memory(target, "Something already in the big bank.")
+    bank_vector_index_adopt(target)  # as a big import leaves it
+    moved = make_memory(source, "Alice deploys the billing service on Fridays.", entities=["Alice"])
+    stays = make_memory(source, "Bob reviews every deploy of the billing service.", entities=["Alice", "Bob"])
+    make_link(moved, stays)
+    make_link(stays, moved, "follows")
+
+    outcome = bulk_apply(bank=source, rows=Memory.objects.filter(pk=moved.pk), action="move", actor="test",
+                         target=target)
+
+    assert (outcome.touched, outcome.skipped) == (1, 0)
+    moved.refresh_from_db()
+    assert moved.bank_id == target.pk and moved.own_vector_index is True
+    # The target's semantic arm finds it by its own text.
+    embedder = bank_embedder(target)
+    nearest = nearest_live_memory(target, embedder.embed([moved.text])[0], embedder.dimensions)
+    assert nearest is not None and nearest[0] == moved.memory_id and nearest[1] > 0.999
+    assert entity(source, "Alice").mention_count == 1 and entity(target, "Alice").mention_count == 1
+    assert not MemoryLink.objects.filter(source=moved).exists() and not MemoryLink.objects.filter(target=moved).exists()
+    assert row_invariant_breaks() == {}
+
+
+def test_overwriting_a_memory_three_times_leaves_one_mention_counted_once():
+    bank = make_bank("overwrite")
+    for round_ in range(3):
+        report = make_import(bank, [("m-1", f"Carol moved to Lisbon (version {round_}).", ["Carol"])],
+                             on_conflict="overwrite")
+        assert report.imported + report.overwritten == 1
+    carol = entity(bank, "Carol")
+    assert carol.memoryentity_set.count() == 1 and carol.mention_count == 1
+    assert row_invariant_breaks() == {}
+
+
+def test_erase_and_forget_take_mentions_off_the_counters():
+    bank = make_bank("erase-counts")
+    erased = make_memory(bank, "Dana signed the lease.", entities=["Dana"])
+    make_memory(bank, "Dana paid the deposit.", entities=["Dana"])
+    memory_forget(bank=bank, actor="test", memory_ids=[erased.memory_id], erase=True, reason="request")
+    assert entity(bank, "Dana").mention_count == 1
+    assert row_invariant_breaks() == {}
+
+
+@pytest.fixture
+def tombstone():
+    bank = make_bank("tombstones")
+    memory = make_memory(bank, "Eve's phone number is 555-0100.")
+    memory_forget(bank=bank, actor="test", memory_ids=[memory.memory_id], erase=True, reason="erasure request")
+    memory.refresh_from_db()
+    return memory
+
+
+def test_an_erased_memory_cannot_be_edited_through_the_service(tombstone):
+    with pytest.raises(Conflict, match=tombstone.memory_id):
+        memory_update(memory=tombstone, actor="test", text="Eve's phone number is 555-0199.")
+    tombstone.refresh_from_db()
+    assert tombstone.text == ""
+
+
+def test_an_erased_memory_cannot_be_edited_from_the_curation_page(admin_client, tombstone):
+    response = admin_client.post(f"/banks/{tombstone.bank.bank_id}/memories/{tombstone.memory_id}/edit",
+                                 {"text": "new text", "tags": "", "fact_type": "world", "metadata": "{}"})
+    assert response.status_code == 409
+    tombstone.refresh_from_db()
+    assert tombstone.text == "" and tombstone.tags == []
+
+
+def test_an_erased_memory_cannot_be_edited_in_the_admin(admin_client, tombstone):
+    response = admin_client.post(f"/admin/banks/memory/{tombstone.pk}/change/", {
+        "text": "new text", "tags": "", "metadata": "{}", "fact_type": "world",
+        "occurred_at_0": "", "occurred_at_1": ""})
+    assert response.status_code == 200 and b"tombstone" in response.content
+    tombstone.refresh_from_db()
+    assert tombstone.text == ""
+
+
+def test_a_bulk_tag_is_one_statement_per_chunk():
+    bank = make_bank("tags-set")
+    for i in range(30):
+        make_memory(bank, f"Fact number {i} about the warehouse in Porto.")
+    with CaptureQueriesContext(connection) as queries:
+        outcome = bulk_apply(bank=bank, rows=Memory.objects.filter(bank=bank), action="tag", actor="test",
+                             tag="porto")
+    assert outcome.touched == 30
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE \"banks_memory\"")
+              or q["sql"].startswith("UPDATE banks_memory")]
+    assert len(writes) == 1
+    assert all("porto" in tags for tags in Memory.objects.filter(bank=bank).values_list("tags", flat=True))
+    assert AuditEvent.objects.filter(bank=bank, action="memory.bulk_tag").count() == 1
+    outcome = bulk_apply(bank=bank, rows=Memory.objects.filter(bank=bank), action="untag", actor="test", tag="porto")
+    assert outcome.touched == 30
+    assert not Memory.objects.filter(bank=bank, tags__contains=["porto"]).exists()
