@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -52,6 +53,12 @@ def _principal_sync(raw: str):  # noqa: ANN202
     if token.expires_at is not None and token.expires_at <= timezone.now():
         return None
     return principal_for_token(token)
+
+
+def _rate_wait(token_id: int | None) -> float | None:
+    from banks.api.throttling import token_request_wait
+
+    return token_request_wait(token_id) if token_id is not None else None
 
 
 def _raw_token(headers: Any) -> str:
@@ -171,6 +178,13 @@ class RequireToken:
                 body = error_body(401, "unauthenticated", "Bearer token or X-Api-Key required" if not raw
                                   else "Invalid or revoked token")
                 await JSONResponse(body, status_code=401)(scope, receive, send)
+                return
+            # Every MCP request counts against the token's one budget, shared with REST and the agent routes.
+            wait = await sync_to_async(_rate_wait, thread_sensitive=True)(principal.token_id)
+            if wait is not None:
+                await JSONResponse(error_body(429, "rate_limited", f"Rate limit exceeded; retry in {math.ceil(wait)} s",
+                                              retry_after=round(wait, 3)),
+                                   status_code=429, headers={"Retry-After": str(math.ceil(wait))})(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

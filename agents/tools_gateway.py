@@ -122,7 +122,9 @@ def release_hold(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
 
 def list_banks(principal: Principal, a: dict[str, Any]) -> dict[str, Any]:
     # Astrocyte's "default" is the server's configured default bank; MemoryHub has none (bank_id is required).
-    return {"banks": list(principal.visible_banks().order_by("bank_id").values_list("bank_id", flat=True)[:1000]),
+    # Bank names are told only to a caller that may read them (a write-only token learns none).
+    principal.require_some_read()
+    return {"banks": list(principal.readable_banks().order_by("bank_id").values_list("bank_id", flat=True)[:1000]),
             "default": None}
 
 

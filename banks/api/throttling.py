@@ -38,3 +38,16 @@ class TokenRateThrottle(SimpleRateThrottle):
 
     def wait(self) -> float | None:
         return max(self.resets_in, 0.001)
+
+
+def token_request_wait(token_id: int) -> float | None:
+    """Count one request of a token outside DRF (the MCP endpoint) against the same budget, under the
+    same key, as its REST and agent-tool requests: None if it may go on, else seconds to wait."""
+    throttle = TokenRateThrottle()
+    if throttle.rate is None or throttle.num_requests is None or throttle.duration is None:
+        return None
+    counted = rate_count(key=throttle.cache_format % {"scope": throttle.scope, "ident": token_id},
+                         period=throttle.duration)
+    if counted is None or counted.count <= throttle.num_requests:
+        return None
+    return max(counted.resets_in, 0.001)
