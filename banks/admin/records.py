@@ -221,8 +221,9 @@ class JobAdmin(ReadOnlyAdmin):
 class WebhookSourceAdmin(ScaledAdmin):
     """Sources that may push to /v1/ingest/webhook/<source_id>, each signing with its own secret."""
 
-    list_display = ("source_id", "bank", "enabled", "last_delivery_at", "last_error_at", "last_error", "created_at")
-    list_filter = ("enabled",)
+    list_display = ("source_id", "bank", "enabled", "signature_scheme", "last_delivery_at", "last_error_at",
+                    "last_error", "created_at")
+    list_filter = ("enabled", "signature_scheme")
     # The delivery state is written by the ingest route, never by hand.
     readonly_fields = ("last_delivery_at", "last_error_at", "last_error", "delivery_count", "error_count")
     search_fields = ("source_id", "bank__bank_id")

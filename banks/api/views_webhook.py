@@ -1,6 +1,7 @@
 """/v1/ingest/webhook/<source_id>: a signed push from a configured source, retained in its bank.
 
-No bearer token: the source proves itself with its HMAC signature (see banks.live.webhooks).
+No bearer token: the source proves itself with its HMAC signature, signed the way the source is
+configured to sign (see banks.live.webhooks).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ class WebhookIngestApi(APIView):
         try:
             outcome = webhook_ingest(
                 source_id=source_id, body=request.body, content_type=request.content_type or "",
-                timestamp=request.headers.get("X-Webhook-Timestamp"),
-                signature=request.headers.get("X-Webhook-Signature"))
+                headers=request.headers)
         except MemoryHubError as exc:
             # Astrocyte's webhook answers carry "ok"; the usual error envelope comes with it.
             return Response({"ok": False, **error_body(exc.status, exc.code, exc.message)}, status=exc.status)

@@ -13,6 +13,15 @@ class WebhookSource(models.Model):
     # The shared HMAC key; it must be readable to verify signatures, so only administrators see it.
     secret = models.CharField(max_length=200)
     enabled = models.BooleanField(default=True)
+    # How deliveries are signed (banks.live.webhooks): "timestamped" (timestamp + replay protection) or
+    # "body" (Astrocyte's and GitHub's HMAC of the raw body, in ``signature_header``).
+    signature_scheme = models.CharField(
+        max_length=16, choices=[("timestamped", "timestamped (X-Webhook-Timestamp + X-Webhook-Signature)"),
+                                ("body", "body HMAC in one header (Astrocyte, GitHub)")],
+        default="timestamped", db_default="timestamped")
+    signature_header = models.CharField(
+        max_length=100, default="X-Astrocyte-Signature", db_default="X-Astrocyte-Signature",
+        help_text="the header carrying the body signature (body scheme), e.g. X-Hub-Signature-256")
     tags = models.JSONField(default=list, blank=True, help_text="tags added to every memory from this source")
     created_at = models.DateTimeField(auto_now_add=True)
     # What /health/ingest reports: the last accepted delivery and the last refused one, with why.

@@ -1,17 +1,19 @@
-"""Webhook ingest: verify the source's signature, refuse replays, retain the content in its bank."""
+"""Webhook ingest: verify the source's signature (its own scheme), refuse replays of timestamped
+deliveries, retain the content in its bank."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from banks.live.webhooks import BadSignature, verify
+from banks.live.webhooks import BadSignature, verify_delivery
 from banks.models import WebhookDelivery, WebhookSource
 from banks.services.memories import RetainOutcome, memory_retain
 from memoryhub.errors import Conflict, InvalidInput, MemoryHubError, NotFound, violated_constraint
@@ -54,15 +56,15 @@ def _note(source: WebhookSource, error: str | None) -> None:
         logger.warning("could not record the delivery state of webhook %s", source.source_id, exc_info=True)
 
 
-def webhook_ingest(*, source_id: str, body: bytes, content_type: str, timestamp: str | None,
-                   signature: str | None, now: float | None = None) -> RetainOutcome:
+def webhook_ingest(*, source_id: str, body: bytes, content_type: str, headers: Mapping[str, str],
+                   now: float | None = None) -> RetainOutcome:
+    """``headers``: the request's headers (case-insensitive), where the source's signature is read."""
     source = WebhookSource.objects.select_related("bank").filter(source_id=source_id, enabled=True,
                                                                  bank__deleted_at__isnull=True).first()
     if source is None:
         raise NotFound("unknown source")
     try:
-        outcome = _ingest(source, body=body, content_type=content_type, timestamp=timestamp, signature=signature,
-                          now=now)
+        outcome = _ingest(source, body=body, content_type=content_type, headers=headers, now=now)
     except MemoryHubError as exc:
         _note(source, f"{exc.status} {exc.message}")
         raise
@@ -71,11 +73,11 @@ def webhook_ingest(*, source_id: str, body: bytes, content_type: str, timestamp:
     return outcome
 
 
-def _ingest(source: WebhookSource, *, body: bytes, content_type: str, timestamp: str | None,
-            signature: str | None, now: float | None) -> RetainOutcome:
+def _ingest(source: WebhookSource, *, body: bytes, content_type: str, headers: Mapping[str, str],
+            now: float | None) -> RetainOutcome:
     try:
-        verified = verify(source.secret, timestamp=timestamp, signature=signature, body=body,
-                          now=time.time() if now is None else now)
+        verified = verify_delivery(source.secret, scheme=source.signature_scheme, headers=headers, body=body,
+                                   now=time.time() if now is None else now, body_header=source.signature_header)
     except BadSignature as exc:
         raise SignatureRefused(str(exc)) from None
     data = _payload(body, content_type)
@@ -90,7 +92,8 @@ def _ingest(source: WebhookSource, *, body: bytes, content_type: str, timestamp:
     # the record back, so the sender's retry of the same signed request is accepted.
     try:
         with transaction.atomic():
-            delivery = WebhookDelivery.objects.create(source=source, signature=verified)
+            # A timestamped signature is accepted once; the body scheme carries nothing to judge a replay by.
+            delivery = WebhookDelivery.objects.create(source=source, signature=verified) if verified else None
     except IntegrityError as exc:
         if violated_constraint(exc) == "webhook_delivery_once":
             raise Conflict("this signed request was already delivered (replay refused)") from None
@@ -100,7 +103,8 @@ def _ingest(source: WebhookSource, *, body: bytes, content_type: str, timestamp:
                              tags=list(dict.fromkeys([*(source.tags or []), *(tags or [])])),
                              metadata=data.get("metadata"), source=f"webhook:{source.source_id}")
     except BaseException:
-        WebhookDelivery.objects.filter(pk=delivery.pk).delete()
+        if delivery is not None:
+            WebhookDelivery.objects.filter(pk=delivery.pk).delete()
         raise
 
 

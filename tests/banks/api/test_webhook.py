@@ -119,3 +119,57 @@ def test_health_ingest_lists_every_source_with_its_last_delivery_and_error(sourc
     make_bank("user-bob")
     WebhookSource.objects.create(source_id="bobs", bank=make_bank("user-bob"), secret="y")
     assert "bobs" not in {s["source_id"] for s in api.get("/v1/admin/sources").json()["sources"]}
+
+
+def test_a_source_signing_the_astrocyte_way_is_accepted(bank):
+    """Astrocyte's scheme: sha256=HMAC(secret, raw body) in X-Astrocyte-Signature, or in the header the
+    source names (GitHub's X-Hub-Signature-256); the timestamped scheme stays the default."""
+    from banks.live.webhooks import sign_body
+
+    WebhookSource.objects.create(source_id="astro", bank=bank, secret=SECRET, signature_scheme="body")
+    WebhookSource.objects.create(source_id="gh", bank=bank, secret=SECRET, signature_scheme="body",
+                                 signature_header="X-Hub-Signature-256")
+    body = json.dumps({"content": "Acme signed the renewal."}).encode()
+    signed = Client().post("/v1/ingest/webhook/astro", body, content_type="application/json",
+                           HTTP_X_ASTROCYTE_SIGNATURE=sign_body(SECRET, body))
+    assert signed.status_code == 200, signed.content
+    assert signed.json()["ok"] is True and signed.json()["stored"] is True
+    # The same body again is not a refused replay (this scheme carries no time): it is deduplicated.
+    again = Client().post("/v1/ingest/webhook/astro", body, content_type="application/json",
+                          HTTP_X_ASTROCYTE_SIGNATURE=sign_body(SECRET, body))
+    assert again.status_code == 200 and again.json()["deduplicated"] is True
+    bare_hex = Client().post("/v1/ingest/webhook/astro", b'{"content": "Acme paid."}', content_type="application/json",
+                             HTTP_X_ASTROCYTE_SIGNATURE=sign_body(SECRET, b'{"content": "Acme paid."}')[7:].upper())
+    assert bare_hex.status_code == 200
+    github = Client().post("/v1/ingest/webhook/gh", b'{"content": "A pull request was merged."}',
+                           content_type="application/json",
+                           HTTP_X_HUB_SIGNATURE_256=sign_body(SECRET, b'{"content": "A pull request was merged."}'))
+    assert github.status_code == 200 and github.json()["stored"] is True
+
+    forged = Client().post("/v1/ingest/webhook/astro", body, content_type="application/json",
+                           HTTP_X_ASTROCYTE_SIGNATURE=sign_body("wrong", body))
+    assert forged.status_code == 401 and forged.json()["detail"] == "signature does not match"
+    missing = Client().post("/v1/ingest/webhook/gh", body, content_type="application/json",
+                            HTTP_X_ASTROCYTE_SIGNATURE=sign_body(SECRET, body))
+    assert missing.status_code == 401 and "X-Hub-Signature-256" in missing.json()["detail"]
+    # A timestamped source does not take the body-only signature (its replay protection stays).
+    WebhookSource.objects.create(source_id="crm", bank=bank, secret=SECRET)
+    refused = Client().post(URL, body, content_type="application/json",
+                            HTTP_X_ASTROCYTE_SIGNATURE=sign_body(SECRET, body))
+    assert refused.status_code == 401 and "X-Webhook-Timestamp" in refused.json()["detail"]
+    assert Memory.objects.filter(bank=bank).count() == 3
+
+
+def test_body_signature_rules_without_a_database():
+    from banks.live.webhooks import sign_body, verify_body, verify_delivery
+
+    body = b'{"content": "x"}'
+    good = sign_body("k", body)
+    verify_body("k", signature=good, body=body)
+    verify_body("k", signature=" " + good[7:].upper(), body=body)
+    assert verify_delivery("k", scheme="body", headers={"X-Astrocyte-Signature": good}, body=body, now=0) is None
+    for signature in (None, "", "sha256=00", sign_body("other", body), good + "0"):
+        with pytest.raises(BadSignature):
+            verify_body("k", signature=signature, body=body)
+    with pytest.raises(BadSignature):
+        verify_delivery("k", scheme="nope", headers={}, body=body, now=0)
