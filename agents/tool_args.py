@@ -51,8 +51,12 @@ class RecallArgs(ToolArgs):
     external_context: list[dict[str, Any] | str] | None = None
 
 
-class ReflectArgs(BankArgs):
+class ReflectArgs(ToolArgs):
     query: str | None = Field(default=None, description="A question; without one, a consolidation pass (write)")
+    bank_id: str | None = Field(default=None, description="One bank (or name several in banks)")
+    banks: list[str] | None = None
+    strategy: Literal["parallel", "cascade", "first_match"] | None = None
+    include_sources: bool = True
     topic: str | None = None
     max_tokens: Int32 | None = None
     tags: list[str] | None = None

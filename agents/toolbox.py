@@ -17,7 +17,7 @@ from agents.services.tools import (
     agent_memory_update,
 )
 from agents.tool_args import tool_arguments
-from banks.access import Principal, bank_for
+from banks.access import Principal, bank_for, banks_to_read, requested_bank_ids
 from banks.api import render
 from banks.api.render_live import observation as observation_row
 from banks.models import Bank
@@ -96,10 +96,18 @@ def _reflect(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     if not a.get("query"):
         # Without a question it is AgentOS's memory_reflect: a consolidation pass.
         return agent_memory_reflect(bank=bank, actor=actor, topic=a.get("topic"))
-    outcome = reflect(banks=[bank], query=a["query"], max_tokens=a.get("max_tokens"), tags=a.get("tags"))
+    return _reflect_banks([bank], actor, a)
+
+
+def _reflect_banks(banks: list[Bank], actor: str, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = reflect(banks=banks, query=a["query"], max_tokens=a.get("max_tokens"), tags=a.get("tags"),
+                      strategy=a.get("strategy") or "parallel")
+    include_sources = a.get("include_sources", True)
+    if not isinstance(include_sources, bool):
+        raise InvalidInput("must be true or false", field="include_sources")
     return {"answer": outcome.answer, "confidence": outcome.confidence,
-            "sources": [render.memory_hit(h) for h in outcome.sources], "observations": outcome.observations or None,
-            "directives": outcome.directives}
+            "sources": [render.memory_hit(h) for h in outcome.sources] if include_sources else None,
+            "observations": outcome.observations or None, "directives": outcome.directives}
 
 
 def _forget(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +251,13 @@ BANKLESS: dict[str, tuple[Callable[[Principal, dict[str, Any]], dict[str, Any]],
 }
 
 
+# Tools that also read several banks at once (``banks``); each bank is resolved as REST resolves it.
+MULTI_BANK: dict[str, Callable[[list[Bank], str, dict[str, Any]], dict[str, Any]]] = {
+    "memory_recall": lambda banks, actor, a: gateway.recall_banks(banks, a, _recall_filters(a), recall_options(a)),
+    "memory_reflect": _reflect_banks,
+}
+
+
 def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str, Any]:
     if name not in BANKLESS and name not in TOOLS:
         raise NotFound(f"unknown tool {name!r}")
@@ -253,12 +268,11 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
     tool = TOOLS[name]
     check_storable(args)
     args = tool_arguments(name, args)
-    if name == "memory_recall" and args.get("banks"):
-        if not isinstance(args["banks"], list) or not all(isinstance(b, str) for b in args["banks"]):
-            raise InvalidInput("must be a list of bank ids", field="banks")
-        ids = list(dict.fromkeys(([args["bank_id"]] if args.get("bank_id") else []) + args["banks"]))
-        banks = [bank_for(principal, bank_id, "read") for bank_id in ids]
-        return gateway.recall_banks(banks, args, _recall_filters(args), recall_options(args))
+    if name in MULTI_BANK and args.get("banks") and (name != "memory_reflect" or args.get("query")):
+        banks = banks_to_read(principal, requested_bank_ids(args.get("bank_id"), args["banks"]))
+        return MULTI_BANK[name](banks, principal.label, args)
+    if name == "memory_bank_health" and args.get("bank_id") == gateway.ALL_BANKS:
+        return gateway.health_of_all_banks(principal)
     permission = tool.permission
     if name == "memory_reflect" and not args.get("query"):
         permission = "write"
@@ -267,4 +281,4 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
     return tool.run(bank, principal.label, args)
 
 
-__all__ = ["BANKLESS", "TOOLS", "Tool", "run_tool"]
+__all__ = ["BANKLESS", "MULTI_BANK", "TOOLS", "Tool", "run_tool"]

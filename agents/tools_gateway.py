@@ -13,7 +13,7 @@ from django.utils import timezone
 from banks.access import Principal
 from banks.api import render, render_live
 from banks.models import Bank
-from banks.selectors.bank_health import bank_health
+from banks.selectors.bank_health import MAX_HEALTH_BANKS, bank_health
 from banks.selectors.graph import graph_neighbors, graph_search
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, recall_bank
@@ -102,9 +102,19 @@ def run_lifecycle(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def health_of_bank(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    view = bank_health(bank)
+    view = bank_health(None if bank.is_never_written else bank, bank_id=bank.bank_id)
     return {"bank_id": view.bank_id, "score": view.score, "status": view.status, "issues": view.issues,
             "metrics": view.metrics, "assessed_at": render.iso(view.assessed_at)}
+
+
+# Astrocyte's memory_bank_health takes this bank id for "every bank".
+ALL_BANKS = "__all__"
+
+
+def health_of_all_banks(principal: Principal) -> dict[str, Any]:
+    """Every bank the caller administers (as GET /v1/admin/banks/health lists them)."""
+    return {"banks": [health_of_bank(bank, principal.label, {})
+                      for bank in principal.banks_with("admin")[:MAX_HEALTH_BANKS]]}
 
 
 def set_hold(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:

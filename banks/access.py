@@ -83,6 +83,10 @@ class Principal:
         ids = [b.pk for b in banks.only("pk", "bank_id") if self.can(b.bank_id, "read")]
         return banks.filter(pk__in=ids)
 
+    def banks_with(self, permission: str) -> list[Bank]:
+        """The existing banks this caller holds ``permission`` on, by id (the admin listings)."""
+        return [b for b in self.visible_banks().order_by("bank_id") if self.can(b.bank_id, permission)]
+
     def require_some_read(self) -> None:
         """Listing anything needs ``read`` on at least one bank pattern; a write-only token is refused."""
         if self.is_superuser or self.user_id is not None:
@@ -135,3 +139,18 @@ def bank_for(principal: Principal, bank_id: str, permission: str, *, create: boo
     if empty_if_missing:
         return Bank.never_written(bank_id)
     raise BankNotFound(bank_id)
+
+
+def requested_bank_ids(bank_id: object, banks: object) -> list[str]:
+    """The bank ids a read names: ``bank_id`` first, then ``banks``, each once."""
+    if banks is not None and (not isinstance(banks, list) or not all(isinstance(b, str) for b in banks)):
+        raise InvalidInput("must be a list of bank ids", field="banks")
+    first = [bank_id] if isinstance(bank_id, str) and bank_id else []
+    return list(dict.fromkeys(first + list(banks or [])))
+
+
+def banks_to_read(principal: Principal, bank_ids: list[str], permission: str = "read") -> list[Bank]:
+    """Every named bank, each checked for ``permission`` before any is read. A granted bank that was
+    never written reads as empty (as Astrocyte answers an unknown bank), so one new bank in a
+    multi-bank read never fails the others. REST, MCP and the agent tools all resolve through here."""
+    return [bank_for(principal, bank_id, permission, empty_if_missing=True) for bank_id in bank_ids or [""]]

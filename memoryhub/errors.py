@@ -60,7 +60,8 @@ class Conflict(MemoryHubError):
 
 
 class LegalHoldActive(Conflict):
-    code = "legal_hold_active"
+    # 423 Locked: what Astrocyte's team client expects of a forget on a held bank (it names the hold).
+    status, code = 423, "legal_hold_active"
 
     def __init__(self, bank_id: str, hold_ids: list[str]) -> None:
         super().__init__(

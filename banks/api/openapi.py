@@ -74,7 +74,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] 
     ("AdminSourcesApi", "get"): (None, None, "admin",
                                  "Webhook sources of the banks this token administers, with their delivery state"),
     ("HoldApi", "get"): (None, None, "admin", "Whether the bank is under legal hold, and its holds"),
-    ("HoldApi", "post"): (admin.HoldSetRequest, None, "admin", "Place a legal hold (forget is then a 409)"),
+    ("HoldApi", "post"): (admin.HoldSetRequest, None, "admin", "Place a legal hold (forget is then a 423)"),
     ("HoldReleaseApi", "delete"): (None, admin.HoldReleaseQuery, "admin", "Release a legal hold"),
     ("LifecycleRunApi", "post"): (admin.LifecycleRunRequest, None, "admin",
                                   "Run the bank's lifecycle policy now (recorded as a job)"),

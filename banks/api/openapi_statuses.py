@@ -9,9 +9,9 @@ test in tests/api_fuzz) in one place. Codes every authenticated operation can an
 - 429 the token's rate limit (``Retry-After`` and ``retry_after``);
 - 503 the database or the broker cannot be reached (``Retry-After``), nothing half-done.
 
-Operations with a body add 415 (a body that is not JSON); writes add 409 (a unique id or content taken by a concurrent writer, a stale revision, a legal
-hold); the operations that read files add 422 (a path outside the archive roots, an unreadable
-archive).
+Operations with a body add 415 (a body that is not JSON); writes add 409 (a unique id or content taken by a concurrent writer, a stale revision); the
+operations that delete add 423 (the bank is under legal hold); the operations that read files add
+422 (a path outside the archive roots, an unreadable archive).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ ERROR_TEXTS: dict[int, str] = {
     401: "Missing, unknown or revoked token",
     403: "No grant on the bank, or a missing permission",
     404: "Not found (objects of another bank included)",
-    409: "Conflict: a concurrent writer got there first, a stale revision, a duplicate id or a legal hold",
+    409: "Conflict: a concurrent writer got there first, a stale revision or a duplicate id",
     413: "Body over the size limit (MEMORYHUB_MAX_REQUEST_BYTES)",
     415: "The body is not JSON (Content-Type other than application/json)",
     422: "Understood but cannot be processed: a path outside the archive roots, an unreadable archive",
+    423: "Locked: the bank is under legal hold (release it first, or erase for compliance)",
     429: "Rate limited: Retry-After and retry_after say when to try again",
     503: "The database or the broker is unavailable: Retry-After says when to try again",
 }
@@ -40,6 +41,9 @@ ACCEPTED = frozenset({("ObservationsConsolidateApi", "post"), ("IngestTurnApi", 
                       ("ReextractEntitiesApi", "post")})
 # 200 when run inline, 202 with ``"async": true``.
 MAYBE_ACCEPTED = frozenset({("ExportApi", "post"), ("ImportApi", "post")})
+
+# Deletes a legal hold refuses.
+HELD = frozenset({("ForgetApi", "post"), ("BankApi", "delete"), ("ToolApi", "post")})
 
 UNPROCESSABLE = frozenset({("ExportApi", "post"), ("ImportApi", "post"), ("JobResumeApi", "post"),
                            ("ToolApi", "post")})
@@ -61,4 +65,6 @@ def error_codes(key: tuple[str, str], *, has_body: bool = False) -> list[int]:
         codes.append(409)
     if key in UNPROCESSABLE:
         codes.append(422)
+    if key in HELD:
+        codes.append(423)
     return sorted(codes)

@@ -89,14 +89,18 @@ def recall_result(outcome: RecallOutcome, *, include_trace: bool = True) -> dict
 
 
 def forget_result(outcome: ForgetOutcome) -> dict[str, Any]:
-    return {"deleted_count": outcome.deleted_count, "archived_count": outcome.archived_count}
+    body: dict[str, Any] = {"deleted_count": outcome.deleted_count, "archived_count": outcome.archived_count}
+    if outcome.erased_count is not None:  # an erase (or compliance forget) says how many it purged
+        body["erased_count"] = outcome.erased_count
+    return body
 
 
 def ingest_source(state: SourceState, *, admin: bool = False) -> dict[str, Any]:
     """One push-ingest source: Astrocyte's health fields (healthy, message) and its delivery state."""
     source = state.source
     body: dict[str, Any] = {
-        "source_id": source.source_id, "type": "webhook", "status": state.status, "healthy": state.healthy,
+        # Astrocyte's clients read a source's "id"; "source_id" is the same value, kept for ours.
+        "id": source.source_id, "source_id": source.source_id, "type": "webhook", "status": state.status, "healthy": state.healthy,
         "message": state.message, "enabled": source.enabled, "last_delivery_at": iso(source.last_delivery_at),
         "last_error": source.last_error or None, "last_error_at": iso(source.last_error_at),
         "delivery_count": source.delivery_count, "error_count": source.error_count,

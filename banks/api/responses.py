@@ -111,6 +111,7 @@ class HistoryResult(BaseModel):
 class ForgetResult(BaseModel):
     deleted_count: int
     archived_count: int
+    erased_count: int | None = None
 
 
 class ReflectResult(BaseModel):

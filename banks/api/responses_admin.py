@@ -37,7 +37,7 @@ class BankHealth(BaseModel):
     score: float
     status: str
     issues: list[HealthIssue]
-    metrics: dict[str, float | None]
+    metrics: dict[str, float]
     assessed_at: str
     last_retain_at: str | None
     job_backlog: int
@@ -82,6 +82,7 @@ class LifecyclePolicy(BaseModel):
 
 
 class IngestSource(BaseModel):
+    id: str
     source_id: str
     type: str
     status: str

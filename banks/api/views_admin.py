@@ -16,14 +16,12 @@ from banks.api.schemas_admin import (
     LifecycleRunRequest,
 )
 from banks.models import Bank, LegalHold, LifecyclePolicy, WebhookSource
-from banks.selectors.bank_health import BankHealthView, bank_health
+from banks.selectors.bank_health import MAX_HEALTH_BANKS, BankHealthView, bank_health
 from banks.selectors.holds import bank_holds, bank_lifecycle_policy
 from banks.selectors.ingest_sources import MAX_SOURCES, ingest_sources
 from banks.services.holds import hold_release, hold_set
 from banks.services.lifecycle import LifecycleOutcome, lifecycle_policy_set, lifecycle_run
 from memoryhub.errors import BankNotFound
-
-MAX_HEALTH_BANKS = 100
 
 
 def legal_hold(hold: LegalHold) -> dict[str, Any]:
@@ -49,8 +47,7 @@ class AdminBankView(BankApiView):
         return bank
 
     def admin_banks(self, request: Request) -> list[Bank]:
-        principal = self.principal(request)
-        return [b for b in principal.visible_banks().order_by("bank_id") if principal.can(b.bank_id, "admin")]
+        return self.principal(request).banks_with("admin")
 
 
 class AdminBanksApi(AdminBankView):

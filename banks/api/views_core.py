@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from banks.access import banks_to_read, requested_bank_ids
 from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
@@ -48,8 +49,8 @@ def recall_for(view: BankApiView, request: Request, body: RecallRequest, *, reco
     """The recall; with ``record``, counted in the banks' usage once answered (or failed)."""
     filters = RecallFilters(tags=body.tags, fact_types=body.fact_types, time_range=body.time_bounds(),
                             as_of=body.as_of, layers=body.layers)
-    bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks or [])))
-    banks = [view.bank(request, bank_id, "read") for bank_id in bank_ids or [""]]
+    bank_ids = requested_bank_ids(body.bank_id, body.banks)
+    banks = banks_to_read(view.principal(request), bank_ids)
     options = parse_recall_options(layer_weights=body.layer_weights, detail_level=body.detail_level,
                                    external_context=body.external_context)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from banks.access import banks_to_read, requested_bank_ids
 from banks.api import render_live as render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas_live import (
@@ -23,8 +24,7 @@ from banks.services.reflect import reflect
 class ReflectApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, ReflectRequest)
-        bank_ids = list(dict.fromkeys(([body.bank_id] if body.bank_id else []) + list(body.banks or [])))
-        banks = [self.bank(request, bank_id, "read") for bank_id in bank_ids]
+        banks = banks_to_read(self.principal(request), requested_bank_ids(body.bank_id, body.banks))
         outcome = reflect(banks=banks, query=body.query, max_tokens=body.max_tokens, tags=body.tags,
                           include_directives=body.include_directives, strategy=body.strategy or "parallel")
         return ok({

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from banks.api.base import BankApiView, ok
 from banks.api.wire import WireModel
-from banks.selectors.changes import changes_page
+from banks.selectors.changes import MAX_LIMIT, changes_page
 from banks.services.sync import sync_push
 from memoryhub.errors import BankNotFound
 
@@ -20,9 +20,17 @@ class SyncPushRequest(WireModel):
     records: list[Any]
 
 
+def _clamp_changes(value: Any) -> Any:
+    # As Astrocyte's gateway: a page size out of range is brought into it, not refused.
+    if isinstance(value, int | float | str) and str(value).lstrip("-").isdigit():
+        return max(1, min(int(value), MAX_LIMIT))
+    return value
+
+
 class ChangesQuery(WireModel):
     cursor: str | None = None
-    limit: int = Field(default=100, json_schema_extra={"minimum": 1, "maximum": 1000})
+    limit: Annotated[int, BeforeValidator(_clamp_changes)] = Field(
+        default=100, json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})
 
 
 class SyncPushApi(BankApiView):

@@ -50,7 +50,8 @@ class DsarForgetPrincipalApi(TenantView):
                                         actor=self.actor(request), reason=body.reason)
         return ok({"tenant_id": outcome.tenant_id, "principal": outcome.principal,
                    "tag_convention": outcome.tag_convention, "banks_processed": outcome.banks_processed,
-                   "memories_deleted": outcome.memories_deleted, "details": outcome.details})
+                   "memories_deleted": outcome.memories_deleted, "memories_erased": outcome.memories_erased,
+                   "details": outcome.details})
 
 
 class TenantStorageApi(TenantView):

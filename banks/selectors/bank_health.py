@@ -1,7 +1,9 @@
 """Bank health in Astrocyte's ``BankHealth`` shape, from what the database really holds.
 
 Recall and reflect counts come from the bank's usage counters (banks.services.usage), kept since
-this version; a rate whose denominator is zero is null, not a made-up 0 or 1. ``dedup_rate`` is
+this version. Every metric is a number, as Astrocyte's ``dict[str, float]``: a rate with nothing to
+measure yet takes Astrocyte's value for that case (0.0, and 1.0 for the reflect success rate: no
+reflect, no failure); ``details`` says how many of each there were. ``dedup_rate`` is
 over the retains received through the API and MCP (imports and sync pushes have their own reports).
 """
 
@@ -25,6 +27,8 @@ BACKLOG_WARNING = 10
 # Below this many recalls a hit rate says nothing yet.
 MIN_RECALLS_FOR_RATE_ISSUE = 20
 LOW_HIT_RATE = 0.5
+# Most banks one "every bank" health answer assesses.
+MAX_HEALTH_BANKS = 100
 
 
 @dataclass
@@ -33,7 +37,7 @@ class BankHealthView:
     score: float
     status: str
     issues: list[dict[str, str]] = field(default_factory=list)
-    metrics: dict[str, float | None] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
     assessed_at: datetime | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -42,8 +46,8 @@ def _issue(severity: str, code: str, message: str, recommendation: str) -> dict[
     return {"severity": severity, "code": code, "message": message, "recommendation": recommendation}
 
 
-def _rate(part: float, whole: float) -> float | None:
-    return round(float(part) / float(whole), 4) if whole else None
+def _rate(part: float, whole: float, *, none_yet: float = 0.0) -> float:
+    return round(float(part) / float(whole), 4) if whole else none_yet
 
 
 def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str = "") -> BankHealthView:
@@ -84,18 +88,18 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
         issues.append(_issue("warning", "recall_errors", f"{usage.error_count} recall or reflect request(s) failed",
                              "Check the server log around the last error time."))
     hit_rate = _rate(usage.recall_hit_count, usage.recall_count)
-    if hit_rate is not None and usage.recall_count >= MIN_RECALLS_FOR_RATE_ISSUE and hit_rate < LOW_HIT_RATE:
+    if usage.recall_count >= MIN_RECALLS_FOR_RATE_ISSUE and hit_rate < LOW_HIT_RATE:
         issues.append(_issue("warning", "low_recall_hit_rate",
                              f"Only {hit_rate:.0%} of {usage.recall_count} recalls found anything",
                              "Check that clients recall the bank they retain to, and the tags they filter on."))
     penalty = sum({"critical": 0.5, "warning": 0.2, "info": 0.0}[i["severity"]] for i in issues)
     score = round(max(0.0, 1.0 - penalty), 4)
     status = "healthy" if score >= 0.8 else ("warning" if score >= 0.5 else "unhealthy")
-    metrics: dict[str, float | None] = {
+    metrics: dict[str, float] = {
         "recall_hit_rate": hit_rate,
         "avg_recall_score": _rate(usage.recall_score_sum, usage.recall_hit_count),
         "dedup_rate": _rate(usage.retain_dedup_count, usage.retain_call_count),
-        "reflect_success_rate": _rate(usage.reflect_success_count, usage.reflect_count),
+        "reflect_success_rate": _rate(usage.reflect_success_count, usage.reflect_count, none_yet=1.0),
         "avg_content_length": round(float(avg_length), 2) if avg_length is not None else 0.0,
         "recall_to_retain_ratio": _rate(usage.recall_count, retain_count),
         "retain_count": float(retain_count), "recall_count": float(usage.recall_count),
@@ -108,4 +112,4 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
                           assessed_at=now, details=details)
 
 
-__all__ = ["BankHealthView", "bank_health"]
+__all__ = ["MAX_HEALTH_BANKS", "BankHealthView", "bank_health"]

@@ -32,6 +32,8 @@ class DsarOutcome:
     tag_convention: str
     banks_processed: int = 0
     memories_deleted: int = 0
+    # Astrocyte 0.22 forgets, then erases: its answer counts both. Ours is one step, so both agree.
+    memories_erased: int = 0
     details: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -55,17 +57,20 @@ def dsar_forget_principal(*, banks: list[Bank], tenant_id: str, principal: str, 
         outcome.banks_processed += 1
         try:
             ids = principal_memory_ids(bank, principal)
-            deleted = memory_forget(bank=bank, actor=actor, memory_ids=ids, compliance=True,
-                                    reason=why).deleted_count if ids else 0
+            forgotten = memory_forget(bank=bank, actor=actor, memory_ids=ids, compliance=True,
+                                      reason=why) if ids else None
         except MemoryHubError as exc:
-            outcome.details.append({"bank_id": bank.bank_id, "deleted": 0, "error": exc.code})
+            outcome.details.append({"bank_id": bank.bank_id, "deleted": 0, "erased": 0, "error": exc.code})
             continue
         except Exception:  # one bank's failure is reported, as Astrocyte does, and the sweep goes on
             logger.exception("DSAR erase failed in bank %s", bank.bank_id)
-            outcome.details.append({"bank_id": bank.bank_id, "deleted": 0, "error": "internal_error"})
+            outcome.details.append({"bank_id": bank.bank_id, "deleted": 0, "erased": 0, "error": "internal_error"})
             continue
+        deleted = forgotten.deleted_count if forgotten else 0
+        erased = (forgotten.erased_count or 0) if forgotten else 0
         outcome.memories_deleted += deleted
-        outcome.details.append({"bank_id": bank.bank_id, "deleted": deleted})
+        outcome.memories_erased += erased
+        outcome.details.append({"bank_id": bank.bank_id, "deleted": deleted, "erased": erased})
     return outcome
 
 

@@ -9,7 +9,7 @@
   erasure runs in chunks, one transaction and one audit event each.
 * erase (``memory_ids`` only): text, embedding, metadata and entity links are purged and the row
   stays as a tombstone, so a client following the changes feed learns of it.
-* A bank under legal hold refuses delete and erase (409); archive stays allowed.
+* A bank under legal hold refuses delete and erase (423 Locked); archive stays allowed.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class ForgetOutcome:
     deleted_count: int = 0
     archived_count: int = 0
     memory_ids: list[str] = field(default_factory=list)
+    # Rows whose text and vectors were purged (an erase or a compliance forget); None for the others.
+    erased_count: int | None = None
 
 
 def forget_selection(
@@ -102,7 +104,7 @@ def memory_forget(
             ids = list(selection.values_list("memory_id", flat=True))
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
             ids = rows_erase(bank, ids, now)
-            outcome.deleted_count = len(ids)
+            outcome.deleted_count = outcome.erased_count = len(ids)
         elif archive:
             # The one archive operation; this call writes its own audit event below, with the criteria.
             from banks.services.memories import memories_archive
@@ -133,7 +135,7 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
     """Remove every matching row (archived and tombstoned ones too), ERASE_CHUNK rows per transaction,
     so erasing a whole big bank never holds all its ids in memory or one huge transaction open. Each
     chunk writes its own audit event: whatever stops the erasure half-way, what was erased is recorded."""
-    outcome = ForgetOutcome()
+    outcome = ForgetOutcome(erased_count=0)
     holds = {"overrode_holds": overridden_holds} if overridden_holds else {}
     last_pk = 0
     chunk_number = 0
@@ -148,6 +150,7 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
             rows_delete(bank, [pk for pk, _ in rows])
             chunk_number += 1
             outcome.deleted_count += len(ids)
+            outcome.erased_count = outcome.deleted_count
             audit_record(actor=actor, action="memory.erase", bank=bank, target_ids=ids, reason=reason,
                          compliance=True, details={"criteria": criteria, "deleted_count": len(ids),
                                                    "chunk": chunk_number, "archived_count": 0, **holds})

@@ -29,13 +29,20 @@ def _clean(value: object, field: str, *, limit: int | None = None) -> str:
 
 
 def hold_set(*, bank: Bank, hold_id: str, reason: str, set_by: str, actor: str) -> LegalHold:
-    """Place a hold; placing an active hold id again returns the existing hold unchanged."""
+    """Place a hold. Placing an active hold id again sets it anew, as Astrocyte does: the new reason
+    and setter, a new ``set_at``; the audit event keeps what it replaced."""
     hold_id = _clean(hold_id, "hold_id", limit=MAX_HOLD_ID)
     reason = _clean(reason, "reason")
     set_by = _clean(set_by or actor, "set_by", limit=255)
-    existing = LegalHold.objects.active().filter(bank=bank, hold_id=hold_id).first()
-    if existing is not None:
-        return existing
+    with transaction.atomic():
+        existing = LegalHold.objects.active().select_for_update().filter(bank=bank, hold_id=hold_id).first()
+        if existing is not None:
+            replaced = {"reason": existing.reason, "set_by": existing.set_by, "set_at": existing.set_at.isoformat()}
+            LegalHold.objects.filter(pk=existing.pk).update(reason=reason, set_by=set_by, set_at=timezone.now())
+            existing.refresh_from_db()
+            audit_record(actor=actor, action="bank.hold_set", bank=bank, target_ids=[hold_id], reason=reason,
+                         details={"hold_id": hold_id, "set_by": set_by, "replaced": replaced})
+            return existing
     try:
         with transaction.atomic():
             hold = LegalHold.objects.create(bank=bank, hold_id=hold_id, reason=reason, set_by=set_by)
@@ -61,7 +68,7 @@ def hold_release(*, bank: Bank, hold_id: str, actor: str, reason: str = "") -> b
 
 
 def ensure_not_held(bank: Bank) -> None:
-    """Refuse (409) a deleting operation on a bank under hold."""
+    """Refuse (423 Locked) a deleting operation on a bank under hold."""
     held = active_hold_ids(bank)
     if held:
         raise LegalHoldActive(bank.bank_id, held)

@@ -171,10 +171,16 @@ def mental_model_refresh(
     *, model: MentalModel, actor: str, content: str | None = None, source_ids: list[str] | None = None,
     add_source_ids: list[str] | None = None, expected_revision: int | None = None,
 ) -> MentalModel:
-    """New content (rebuilding the structure) and/or provenance, as a new revision."""
+    """New content (rebuilding the structure) and/or provenance, as a new revision.
+
+    Without new content the text stays exactly as it is (Astrocyte's refresh by source ids only
+    merges the ids): it is not re-rendered from the structure, which would rewrite plain text.
+    """
     doc = model_document(model)
     if content is not None:
         doc = carry_block_ids(doc, parse_markdown(content))
+    else:
+        content = model.content
     ids = list(model.source_ids)
     if source_ids is not None:
         ids = _clean_ids(source_ids)

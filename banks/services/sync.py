@@ -1,8 +1,12 @@
 """Sync push: a client sends records it owns (by id); each is stored, left unchanged, found to
 duplicate another memory, or rejected, and the answer says which, record by record.
 
-Pushing the same batch again changes nothing (idempotent by id and content hash). A forgotten id
-is never brought back by a push: its tombstone stands.
+Pushing the same batch again changes nothing (idempotent by id and content hash). As Astrocyte's
+gateway, a pushed id's text is immutable: new text under an id the bank holds is ``rejected`` and
+nothing changes (a teammate's client, which never re-reads an id it has, would otherwise keep the old
+text unknowingly); the same text with other tags or metadata is ``unchanged`` and the stored fields
+stay. A forgotten id is never brought back by a push: its tombstone stands. The reasons are
+Astrocyte's own strings, so a client that matches on them behaves the same here.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from typing import Any
 
 from banks.content import content_hash
 from banks.models import Bank, Memory
-from banks.services.memories import memory_retain, memory_update, stamp_author
+from banks.services.memories import memory_retain
 from memoryhub.errors import InvalidInput, MemoryHubError
 
 MAX_RECORDS = 100
+REASON_IN_USE = "id is already in use with different text; memory text is immutable"
+REASON_FORGOTTEN = "id was forgotten; a forgotten memory can't be pushed again"
+REASON_METADATA_IGNORED = "text unchanged; metadata updates are not accepted by push"
 RECORD_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -57,15 +64,12 @@ def _push_one(bank: Bank, actor: str, record: Any) -> dict[str, Any]:
     try:
         if existing is not None:
             if existing.forgotten_at is not None:
-                return _rejected(record_id, "this id was forgotten; its tombstone stands")
-            if existing.content_hash == digest and (record.get("tags") is None or existing.tags == record["tags"]):
-                return {"id": record_id, "status": "unchanged"}
-            # The pusher is who wrote it (the authenticated caller, whatever the record claims); a record
-            # without metadata keeps the stored metadata, its author included.
-            memory_update(memory=existing, actor=actor, text=text, tags=record.get("tags"),
-                          metadata=stamp_author(metadata, actor) if metadata is not None else None,
-                          fact_type=record.get("fact_type"))
-            return {"id": record_id, "status": "stored"}
+                return _rejected(record_id, REASON_FORGOTTEN)
+            if existing.content_hash != digest:
+                return _rejected(record_id, REASON_IN_USE)
+            same = (record.get("tags") is None or existing.tags == record["tags"]) and (
+                record.get("fact_type") is None or existing.fact_type == record["fact_type"])
+            return {"id": record_id, "status": "unchanged", "reason": None if same else REASON_METADATA_IGNORED}
         outcome = memory_retain(bank=bank, text=text, actor=actor, author=actor, tags=record.get("tags"),
                                 metadata=metadata, occurred_at=occurred_at, fact_type=record.get("fact_type"),
                                 memory_id=record_id)
@@ -84,4 +88,4 @@ def sync_push(*, bank: Bank, actor: str, records: list[Any]) -> list[dict[str, A
     return [_push_one(bank, actor, record) for record in records]
 
 
-__all__ = ["MAX_RECORDS", "sync_push"]
+__all__ = ["MAX_RECORDS", "REASON_FORGOTTEN", "REASON_IN_USE", "REASON_METADATA_IGNORED", "sync_push"]

@@ -215,3 +215,108 @@ def test_a_failed_tool_answers_with_astrocytes_failure_keys(mcp_url, make_bank, 
     assert all(a.get("isError") and a["error"] == "AccessDenied" for a in ours.values()), ours
     assert {n: sorted(set(theirs[n]) - set(ours[n])) for n in theirs if set(theirs[n]) - set(ours[n])} == {}
     assert ours["memory_refresh_mental_model"]["model_id"] == "m" and ours["memory_recall"]["hits"] == []
+
+
+
+NEVER = "user-never-written"
+
+
+def _hits_from_a_only(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert [h["bank_id"] for h in ours[-1]["hits"]] == [A], ours[-1]
+    assert [h["bank_id"] for h in theirs[-1]["hits"]] == [A]
+
+
+def _sources_of_a(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert ours[-1]["sources"] and {s["bank_id"] for s in ours[-1]["sources"]} == {A}
+    assert {s["bank_id"] for s in theirs[-1]["sources"]} == {A}
+
+
+def _no_sources(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert "sources" not in theirs[-1]
+    assert not ours[-1].get("sources") and ours[-1]["answer"]
+
+
+def _every_bank(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert [b["bank_id"] for b in ours[-1]["banks"]] == [A] and A in [b["bank_id"] for b in theirs[-1]["banks"]]
+    assert all(isinstance(v, float) for v in ours[-1]["banks"][0]["metrics"].values())
+
+
+def _numbers(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert all(isinstance(v, float) for v in theirs[-1]["metrics"].values())
+    assert all(isinstance(v, float) for v in ours[-1]["metrics"].values()), ours[-1]["metrics"]
+
+
+def _content_kept(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    from banks.models import MentalModel
+
+    model = MentalModel.objects.get(model_id="plain")
+    assert (model.content, model.source_ids, model.revision) == ("plain text", ["m1", "m2"], 2)
+    assert ours[-1] == {"model_id": "plain", "revision": 2, "source_count": 2}
+
+
+def _hold_replaced(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    from banks.models import LegalHold
+
+    assert theirs[-1]["reason"] == "litigation"
+    assert ours[-1]["reason"] == "litigation" and ours[-1]["set_at"] > ours[0]["set_at"]
+    assert list(LegalHold.objects.active().values_list("reason", flat=True)) == ["litigation"]
+
+
+def _locked(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    # The package's tool reports a failure as {"deleted_count": 0, "error": <exception name>}.
+    assert theirs[-1]["error"] == "LegalHoldActive" and theirs[-1]["deleted_count"] == 0
+    assert ours[-1]["isError"] and ours[-1]["status"] == 423 and ours[-1]["error"] == "LegalHoldActive"
+    assert ours[-1]["deleted_count"] == 0
+
+
+HOLD = ("memory_hold_set", {"bank_id": A, "hold_id": "case-1", "reason": "audit"})
+# Calls an Astrocyte client makes that MemoryHub once refused or answered differently: the calls, and
+# what the answer to the last one must show (beside carrying every key the package's answer has).
+CLIENT_CASES: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any]] = {
+    "recall parallel, one bank never written": (
+        [("memory_recall", {"query": "Acme Lisbon", "banks": [A, NEVER], "strategy": "parallel"})], _hits_from_a_only),
+    "recall cascade, one bank never written": (
+        [("memory_recall", {"query": "Acme Lisbon", "banks": [NEVER, A], "strategy": "cascade"})], _hits_from_a_only),
+    "refresh a plain-text model by source ids": (
+        [("memory_create_mental_model", {"model_id": "plain", "title": "Plain", "content": "plain text",
+                                         "bank_id": A}),
+         ("memory_refresh_mental_model", {"model_id": "plain", "new_source_ids": ["m1", "m2"], "bank_id": A})],
+        _content_kept),
+    "reflect over banks": (
+        [("memory_reflect", {"query": "Where does Alice work?", "banks": [A, NEVER], "strategy": "parallel"})],
+        _sources_of_a),
+    "reflect without sources": (
+        [("memory_reflect", {"query": "Where does Alice work?", "bank_id": A, "include_sources": False})],
+        _no_sources),
+    "health of a bank never written": ([("memory_bank_health", {"bank_id": NEVER})], _numbers),
+    "health of every bank": ([("memory_bank_health", {"bank_id": "__all__"})], _every_bank),
+    "the same hold id, a new reason": (
+        [HOLD, ("memory_hold_set", {"bank_id": A, "hold_id": "case-1", "reason": "litigation"})], _hold_replaced),
+    "forget on a held bank": ([HOLD, ("memory_forget", {"bank_id": A, "memory_ids": ["0123456789abcdef"]})],
+                              _locked),
+}
+
+
+@pytest.mark.parametrize("case", list(CLIENT_CASES))
+def test_calls_astrocyte_clients_make_answer_as_the_package_does(case, mcp_url, make_bank, make_token,  # noqa: F811
+                                                                  astrocyte_tools):
+    from banks.models import Bank
+
+    calls, check = CLIENT_CASES[case]
+
+    async def theirs_all() -> list[dict[str, Any]]:
+        await astrocyte_tools["memory_retain"](content="Alice Smith works at Acme in Lisbon.", bank_id=A)
+        await astrocyte_tools["memory_recall"](query="Acme", bank_id=A)  # so its health counters know the bank
+        return [json.loads(await astrocyte_tools[tool](**args)) for tool, args in calls]
+
+    theirs = asyncio.run(theirs_all())
+
+    memory_retain(bank=make_bank(A), text="Alice Smith works at Acme in Lisbon.", actor="test")
+    token = make_token({"user-*": ["read", "write", "forget", "admin"]})
+    _, ours = asyncio.run(session_calls(mcp_url, token, calls))
+    if check is not _locked:
+        assert not [a for a in theirs if "error" in a], theirs
+        assert not [a for a in ours if a.get("isError")], ours
+    assert missing_keys(theirs[-1], ours[-1]) == []
+    check(ours, theirs)
+    assert not Bank.objects.filter(bank_id=NEVER).exists()  # reading a bank nobody wrote to creates nothing

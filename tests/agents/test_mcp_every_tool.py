@@ -79,7 +79,7 @@ def test_every_tool_once_in_one_session(mcp_url, make_bank, make_token):  # noqa
     assert answer["memory_health"]["healthy"] is True
     assert answer["memory_hold_set"]["hold_id"] == "case-1" and answer["memory_hold_set"]["bank_id"] == A
     refused = answer["memory_forget"]
-    assert refused["isError"] is True and refused["status"] == 409 and refused["error"] == "LegalHoldActive"
+    assert refused["isError"] is True and refused["status"] == 423 and refused["error"] == "LegalHoldActive"
     assert answer["memory_hold_release"] == {"bank_id": A, "hold_id": "case-1", "released": True}
     assert not LegalHold.objects.active().exists()
     lifecycle = answer["memory_lifecycle"]

@@ -1,4 +1,4 @@
-"""Legal holds and bank health over /v1/admin, as Astrocyte clients call them (but a held forget is a 409)."""
+"""Legal holds and bank health over /v1/admin, as Astrocyte clients call them (a held forget is a 423, as the team client expects)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def test_hold_blocks_forget_until_released(api, bank):
 
     for body in ({"bank_id": B, "memory_ids": [memory_id]}, {"bank_id": B, "scope": "all"}):
         refused = api.post("/v1/forget", body)
-        assert refused.status_code == 409, refused.content
+        assert refused.status_code == 423, refused.content
         assert refused.json()["error"]["code"] == "legal_hold_active"
         assert "case-42" in refused.json()["detail"]
-    assert api.delete(f"/v1/banks/{B}", {"confirm": B}).status_code == 409
+    assert api.delete(f"/v1/banks/{B}", {"confirm": B}).status_code == 423
     assert Memory.objects.live().filter(bank=bank, memory_id=memory_id).exists()
 
     released = api.delete(f"{HOLD}/case-42")
@@ -69,11 +69,14 @@ def test_compliance_erase_overrides_the_hold_and_says_so(api, bank, api_for):
     assert api.get(HOLD).json()["under_hold"] is True  # the erase does not lift the hold
 
 
-def test_placing_the_same_hold_twice_keeps_one(api, bank):
+def test_placing_the_same_hold_again_sets_it_anew(api, bank):
+    """As Astrocyte: the hold id is stored again with the new reason and a new set_at (one hold still)."""
     first = api.post(HOLD, {"hold_id": "h1", "reason": "one", "set_by": "user:legal"}).json()
     second = api.post(HOLD, {"hold_id": "h1", "reason": "two"}).json()
-    assert second == first and first["set_by"] == "user:legal"
-    assert len(api.get(HOLD).json()["holds"]) == 1
+    assert second["reason"] == "two" and second["set_by"] == "user:api" and second["set_at"] > first["set_at"]
+    assert [(h["hold_id"], h["reason"]) for h in api.get(HOLD).json()["holds"]] == [("h1", "two")]
+    event = AuditEvent.objects.filter(bank=bank, action="bank.hold_set").order_by("-pk").first()
+    assert event is not None and event.details["replaced"]["reason"] == "one"
 
 
 def test_hold_body_is_checked(api, bank):

@@ -200,7 +200,7 @@ CATALOGUE = [
     ("health-live", "get", "/health/live", {}, 200, LIVE, {}),
     ("health", "get", "/health", {}, 200, HEALTH, {}),
     ("health-ingest", "get", "/health/ingest", {}, 200, INGEST,
-     {"aggregate": {"healthy", "message"}, "sources.0": {"source_id", "healthy", "message"}}),
+     {"aggregate": {"healthy", "message"}, "sources.0": {"id", "healthy", "message"}}),
     ("retain", "post", "/v1/retain", {"content": "Alice prefers tea.", "bank_id": B, "tags": ["drinks"],
                                       "metadata": {"k": "v"}, "occurred_at": "2026-01-02T03:04:05",
                                       "source": "chat"}, 200, RETAIN_RESULT, {}),
@@ -213,9 +213,9 @@ CATALOGUE = [
                                         "include_sources": True}, 200, REFLECT_RESULT, {"sources.0": MEMORY_HIT}),
     ("forget", "post", "/v1/forget", {"bank_id": B, "memory_ids": ["MEM"]}, 200, FORGET_RESULT, {}),
     ("forget-erase", "post", "/v1/forget", {"bank_id": B, "memory_ids": ["MEM"], "erase": True}, 200,
-     FORGET_RESULT, {}),
-    ("dsar", "post", "/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}, 200, DSAR,
-     {"details.0": {"bank_id", "deleted"}}),
+     FORGET_RESULT | {"erased_count"}, {}),
+    ("dsar", "post", "/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}, 200,
+     DSAR | {"memories_erased"}, {"details.0": {"bank_id", "deleted", "erased"}}),
     ("history", "post", "/v1/history", {"query": "jazz", "bank_id": B, "as_of": "2030-01-01", "max_results": 10,
                                         "tags": ["music"]}, 200, HISTORY_RESULT, {"hits.0": MEMORY_HIT}),
     ("audit", "post", "/v1/audit", {"scope": "music", "bank_id": B, "max_memories": 50}, 200, AUDIT_RESULT, {}),
@@ -240,6 +240,7 @@ CATALOGUE = [
     ("obs-invalidate", "post", "/v1/observations/invalidate", {"bank_id": B, "source_ids": ["MEM"]}, 200,
      {"deleted"}, {}),
     ("webhook", "post", "/v1/ingest/webhook/crm", "SIGNED", 200, WEBHOOK, {}),
+    ("webhook-astrocyte-signed", "post", "/v1/ingest/webhook/astro", "ASTROCYTE-SIGNED", 200, WEBHOOK, {}),
     ("lifecycle", "post", "/v1/admin/lifecycle", {"bank_id": B}, 200, LIFECYCLE, {}),
     ("admin-banks", "get", "/v1/admin/banks", {}, 200, {"banks"}, {}),
     ("admin-banks-health", "get", "/v1/admin/banks/health", {}, 200, {"banks"},
@@ -249,7 +250,7 @@ CATALOGUE = [
      {}),
     ("hold-release", "delete", f"/v1/admin/banks/{B}/hold/h1", {}, 200, {"bank_id", "hold_id", "released"}, {}),
     ("hold-get", "get", f"/v1/admin/banks/{B}/hold", {}, 200, {"bank_id", "under_hold"}, {}),
-    ("admin-sources", "get", "/v1/admin/sources", {}, 200, {"sources"}, {"sources.0": {"source_id"}}),
+    ("admin-sources", "get", "/v1/admin/sources", {}, 200, {"sources"}, {"sources.0": {"id"}}),
     ("tenant-storage", "get", "/v1/admin/tenants/acme/storage", {}, 200, STORAGE, {"breakdown": STORAGE_BREAKDOWN}),
     ("sync-push", "post", f"/v1/banks/{B}/sync/push",
      {"records": [{"id": "rec-00001", "text": "Alice pushed this.", "tags": ["sync"], "fact_type": "world",
@@ -303,6 +304,17 @@ def _send(client, method, path, payload, world):
         body, stamp = b'{"content": "Acme renewed its contract."}', str(int(time.time()))
         return client.client.post(path, body, content_type="application/json", HTTP_X_WEBHOOK_TIMESTAMP=stamp,
                                   HTTP_X_WEBHOOK_SIGNATURE=sign(SECRET, stamp, body))
+    if payload == "ASTROCYTE-SIGNED":  # Astrocyte's scheme: sha256=HMAC(secret, raw body), no timestamp
+        import hashlib
+        import hmac
+
+        from banks.models import Bank, WebhookSource
+
+        WebhookSource.objects.create(source_id="astro", bank=Bank.objects.get(bank_id=B), secret=SECRET,
+                                     signature_scheme="body")
+        body = b'{"content": "Acme asked for an invoice."}'
+        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return client.client.post(path, body, content_type="application/json", HTTP_X_ASTROCYTE_SIGNATURE=signature)
     return getattr(client, method)(path, _fill(payload, world))
 
 
@@ -324,6 +336,9 @@ def test_every_catalogue_route_answers_the_documented_status_and_keys(client, ca
     assert keys <= set(body), f"missing {sorted(keys - set(body))}"
     for where, nested in inside.items():
         assert nested <= set(_at(body, where)), f"{where} misses {sorted(nested - set(_at(body, where)))}"
+    if "metrics" in str(inside):  # Astrocyte's metrics are dict[str, float]: numbers, never null
+        for where in (w for w in inside if w.endswith("metrics")):
+            assert all(isinstance(v, float) for v in _at(body, where).values()), _at(body, where)
 
 
 def test_the_catalogue_covers_every_route_astrocyte_documents():
@@ -390,6 +405,9 @@ def test_reads_on_a_bank_never_written_are_empty_and_create_nothing(client, meth
     assert Bank.objects.count() == banks_before and not BankUsage.objects.exists() and not Job.objects.exists()
     if "health" in path:
         assert data["metrics"]["memory_count"] == 0.0 and data["metrics"]["recall_count"] == 0.0
+        # Numbers, as Astrocyte answers a bank with nothing recorded yet (0.0; 1.0 for reflect success).
+        assert all(isinstance(v, float) for v in data["metrics"].values()), data["metrics"]
+        assert data["metrics"]["recall_hit_rate"] == 0.0 and data["metrics"]["reflect_success_rate"] == 1.0
 
 
 def test_seed_export_and_import_calls(client, settings, tmp_path):
@@ -407,3 +425,72 @@ def test_seed_export_and_import_calls(client, settings, tmp_path):
     imported = client.post("/v1/import", {"bank_id": "user-prefs", "path": path, "on_conflict": "skip"})
     assert imported.status_code == 200 and {"imported", "skipped", "errors"} <= set(imported.json())
     assert imported.json()["imported"] == 0 and imported.json()["skipped"] == 1
+
+
+# --- What an Astrocyte client reads that MemoryHub once answered differently -----------------------------------------
+# (The MCP rows, multi-bank recall and reflect and "__all__" bank health, are in tests/agents/test_mcp_astrocyte_shapes.)
+
+
+def test_a_new_text_pushed_under_a_held_id_is_rejected_and_nothing_changes(client):
+    from banks.models import Memory
+
+    push = f"/v1/banks/{B}/sync/push"
+    assert client.post(push, {"records": [{"id": "rec-00001", "text": "Alice likes tea."}]}).json()["results"][0][
+        "status"] == "stored"
+    answer = client.post(push, {"records": [{"id": "rec-00001", "text": "Alice likes coffee."}]})
+    assert answer.status_code == 200
+    assert answer.json()["results"] == [{"id": "rec-00001", "status": "rejected",
+                                         "reason": "id is already in use with different text; "
+                                                   "memory text is immutable"}]
+    assert Memory.objects.get(memory_id="rec-00001").text == "Alice likes tea."
+
+
+def test_a_mental_model_refreshed_by_source_ids_keeps_its_content(client):
+    client.post("/v1/mental-models", {"bank_id": B, "model_id": "plain", "title": "Plain", "content": "plain text",
+                                      "source_ids": ["m1"]})
+    refreshed = client.post("/v1/mental-models/plain/refresh", {"bank_id": B, "new_source_ids": ["m2", "m1"]})
+    assert refreshed.status_code == 200, refreshed.content
+    assert refreshed.json()["content"] == "plain text" and refreshed.json()["source_ids"] == ["m1", "m2"]
+    assert refreshed.json()["revision"] == 2
+    got = client.get("/v1/mental-models/plain", {"bank_id": B}).json()
+    assert got["content"] == "plain text"
+
+
+def test_changes_feed_limit_is_clamped_like_the_gateway(client, settings):
+    settings.MEMORYHUB_CHANGES_SETTLE_SECONDS = 0
+    for n in range(2):
+        client.post("/v1/retain", {"content": f"Change number {n} for the feed.", "bank_id": B})
+    at_least_one = client.get(f"/v1/banks/{B}/changes", {"limit": 0})
+    assert at_least_one.status_code == 200, at_least_one.content
+    assert len(at_least_one.json()["changes"]) == 1 and at_least_one.json()["has_more"] is True
+    at_most = client.get(f"/v1/banks/{B}/changes", {"limit": 5000})
+    assert at_most.status_code == 200 and len(at_most.json()["changes"]) == 2
+
+
+def test_setting_a_hold_id_again_stores_the_new_reason_and_time(client):
+    first = client.post(f"/v1/admin/banks/{B}/hold", {"hold_id": "case-7", "reason": "audit"}).json()
+    second = client.post(f"/v1/admin/banks/{B}/hold", {"hold_id": "case-7", "reason": "litigation"})
+    assert second.status_code == 200
+    assert second.json()["reason"] == "litigation" and second.json()["set_at"] > first["set_at"]
+    assert LEGAL_HOLD <= set(second.json())
+
+
+def test_forget_on_a_held_bank_is_423_in_the_error_envelope(client):
+    memory_id = client.post("/v1/retain", {"content": "Alice signed on 3 March.", "bank_id": B}).json()["memory_id"]
+    client.post(f"/v1/admin/banks/{B}/hold", {"hold_id": "case-9", "reason": "litigation"})
+    for body in ({"bank_id": B, "memory_ids": [memory_id]}, {"bank_id": B, "memory_ids": [memory_id], "erase": True}):
+        refused = client.post("/v1/forget", body)
+        assert refused.status_code == 423, refused.content  # what Astrocyte's team client reads as "legal hold"
+        assert refused.json()["error"]["code"] == "legal_hold_active" and "case-9" in refused.json()["detail"]
+
+
+def test_erase_and_dsar_report_what_was_erased(client, make_bank):
+    from banks.services.memories import memory_retain
+
+    memory_id = client.post("/v1/retain", {"content": "Alice's PIN is 4321.", "bank_id": B}).json()["memory_id"]
+    erased = client.post("/v1/forget", {"bank_id": B, "memory_ids": [memory_id], "erase": True})
+    assert erased.json() == {"deleted_count": 1, "archived_count": 0, "erased_count": 1}
+    memory_retain(bank=make_bank(T), text="Alice asked for a refund.", actor="test", tags=["principal:user:alice"])
+    dsar = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}).json()
+    assert dsar["memories_deleted"] == dsar["memories_erased"] == 1
+    assert dsar["details"] == [{"bank_id": T, "deleted": 1, "erased": 1}]

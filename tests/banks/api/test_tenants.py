@@ -29,8 +29,9 @@ def test_dsar_erases_the_principals_memories_in_every_tenant_bank(api_for, tenan
     assert response.status_code == 200, response.content
     assert response.json() == {
         "tenant_id": "acme", "principal": "user:alice", "tag_convention": TAG, "banks_processed": 2,
-        "memories_deleted": 2, "details": [{"bank_id": "acme:decisions", "deleted": 1},
-                                           {"bank_id": "acme:notes", "deleted": 1}]}
+        "memories_deleted": 2, "memories_erased": 2,
+        "details": [{"bank_id": "acme:decisions", "deleted": 1, "erased": 1},
+                    {"bank_id": "acme:notes", "deleted": 1, "erased": 1}]}
     erased = Memory.objects.filter(tags__contains=[TAG], bank__bank_id__startswith="acme:")
     assert all(m.text == "" and m.forgotten_at is not None for m in erased)
     # Another tenant whose id merely starts the same, and other principals, are untouched.
@@ -71,8 +72,8 @@ def test_dsar_finds_what_a_principal_wrote_untagged(make_bank, make_token, api_f
                                                    {"tenant_id": "acme", "principal": "user:alice"})
     assert response.status_code == 200, response.content
     assert response.json()["memories_deleted"] == 4
-    assert response.json()["details"] == [{"bank_id": "acme:decisions", "deleted": 1},
-                                          {"bank_id": "acme:notes", "deleted": 3}]
+    assert response.json()["details"] == [{"bank_id": "acme:decisions", "deleted": 1, "erased": 1},
+                                          {"bank_id": "acme:notes", "deleted": 3, "erased": 3}]
     assert Memory.objects.filter(forgotten_at__isnull=True).count() == 1
     assert Memory.objects.get(memory_id=bobs["memory_id"]).forgotten_at is None
     assert not Memory.objects.filter(text__contains="Alice").exists()
