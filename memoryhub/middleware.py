@@ -3,7 +3,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from io import BytesIO
 
+from django.core.handlers.wsgi import LimitedStream
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 
 from memoryhub.liveness import streamed
@@ -73,6 +75,10 @@ class BodySizeLimitMiddleware:
 
         from memoryhub.errors import error_body
 
+        if _chunked_without_length(request):
+            refused = _read_chunked(request, settings.MEMORYHUB_MAX_REQUEST_BYTES)
+            if refused is not None:
+                return refused
         if request.path.startswith("/v1/"):
             raw = request.META.get("CONTENT_LENGTH") or "0"
             try:
@@ -85,6 +91,62 @@ class BodySizeLimitMiddleware:
                     error_body(413, "request_too_large", f"Request body too large (limit {limit} bytes)"), status=413
                 )
         return self.get_response(request)
+
+
+def _chunked_without_length(request: HttpRequest) -> bool:
+    return ("chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+            and not request.META.get("CONTENT_LENGTH") and "wsgi.input" in request.META)
+
+
+def _read_chunked(request: HttpRequest, limit: int) -> HttpResponse | None:
+    """A chunked body carries no Content-Length, and Django reads a body by its Content-Length: left
+    alone, it would be read as empty. Where the server has decoded the chunks and ends the stream
+    (``wsgi.input_terminated``, as gunicorn does) an API body is read here, up to the request cap, and
+    given its length; anywhere else (or on a page, where browsers always send a length) it is a 411."""
+    from memoryhub.errors import error_body
+
+    if not request.path.startswith("/v1/") or not request.META.get("wsgi.input_terminated"):
+        return JsonResponse(error_body(411, "length_required", "Send the body with a Content-Length header"),
+                            status=411)
+    stream = request.META["wsgi.input"]
+    body = stream.read(limit + 1) if limit else stream.read()
+    if limit and len(body) > limit:
+        return JsonResponse(error_body(413, "request_too_large", f"Request body too large (limit {limit} bytes)"),
+                            status=413)
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    request.META["wsgi.input"] = BytesIO(body)
+    request._stream = LimitedStream(BytesIO(body), len(body))  # type: ignore[assignment]
+    return None
+
+
+# Control characters (NUL included) have no place in a URL's path or query; the database refuses
+# NUL in a text value, so they must never reach a lookup.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class UrlCharactersMiddleware:
+    """An operator page whose URL path or query holds a control character (``%00`` included) is a 400
+    page, never a 500 from a lookup the database cannot run."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from memoryhub.views import is_api_request
+
+        # The API checks its own: each path and query value is judged by the operation's model, which
+        # names the field (and the documented status) itself.
+        if not is_api_request(request) and (_CONTROL.search(request.path) or _query_has_control(request)):
+            from django.shortcuts import render
+
+            message = "The address holds a character that is not allowed (a control character such as NUL)."
+            return render(request, "errors/400.html", {"message": message}, status=400)
+        return self.get_response(request)
+
+
+def _query_has_control(request: HttpRequest) -> bool:
+    return any(_CONTROL.search(key) or any(_CONTROL.search(value) for value in values)
+               for key, values in request.GET.lists())
 
 
 class DatabaseUnavailableMiddleware:
