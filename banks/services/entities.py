@@ -17,7 +17,7 @@ from typing import Any
 from django.db import connection
 
 from banks.models import Memory
-from banks.services.memory_rows import mentions_count
+from banks.services.memory_rows import mentions_link_memory, mentions_link_named, mentions_link_pairs
 
 
 def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -36,20 +36,9 @@ def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return wanted
 
 
-def link_memory_entities(memory_pk: int, entity_pks: list[int]) -> list[int]:
+def link_memory_entities(memory: Memory, entity_pks: list[int]) -> list[int]:
     """Link a memory to entities it does not mention yet; bumps their counts. Returns the newly linked."""
-    if not entity_pks:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
-            "SELECT m.bank_id, m.id, unnest(%s::bigint[]) FROM banks_memory m WHERE m.id = %s "
-            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
-            [entity_pks, memory_pk],
-        )
-        linked = [row[0] for row in cursor.fetchall()]
-    mentions_count(dict.fromkeys(linked, 1))
-    return linked
+    return list(mentions_link_pairs(memory.bank_id, [(memory.pk, pk) for pk in entity_pks]))
 
 
 def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bool = True) -> tuple[list[int], list[int]]:
@@ -73,21 +62,7 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
             [memory.bank_id, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
              [json.dumps(wanted[i]["aliases"]) for i in ids]],
         )
-        # A statement of its own: it must see entities other writers committed while the insert waited.
-        cursor.execute(
-            "WITH e AS (SELECT id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
-            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
-            "SELECT %s, %s, e.id FROM e ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING "
-            "RETURNING entity_id) "
-            "SELECT e.id, e.id IN (SELECT entity_id FROM linked) FROM e ORDER BY e.id",
-            [memory.bank_id, ids, memory.bank_id, memory.pk],
-        )
-        rows = cursor.fetchall()
-    found = [pk for pk, _ in rows]
-    linked = [pk for pk, new in rows if new]
-    if count:
-        mentions_count(dict.fromkeys(linked, 1))
-    return found, linked
+    return mentions_link_memory(memory.bank_id, memory.pk, ids, count=count)
 
 
 def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]]) -> int:
@@ -115,19 +90,7 @@ def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, An
             [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
              [json.dumps(wanted[i]["aliases"]) for i in ids]],
         )
-        # A statement of its own: it must see entities other writers committed while the insert waited.
-        cursor.execute(
-            "WITH e AS (SELECT id, entity_id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
-            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
-            "SELECT %s, p.memory_id, e.id FROM unnest(%s::bigint[], %s::text[]) AS p(memory_id, entity_id) "
-            "JOIN e ON e.entity_id = p.entity_id ORDER BY e.id, p.memory_id "
-            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id) "
-            "SELECT entity_id, count(*) FROM linked GROUP BY entity_id",
-            [bank_pk, ids, bank_pk, [m for m, _ in pairs], [e for _, e in pairs]],
-        )
-        deltas = {int(pk): int(n) for pk, n in cursor.fetchall()}
-    mentions_count(deltas)
-    return sum(deltas.values())
+    return sum(mentions_link_named(bank_pk, pairs).values())
 
 
 __all__ = ["attach_entities", "attach_entities_batch", "link_memory_entities"]

@@ -11,16 +11,14 @@ memory mentions any more are kept (links and metadata may hang on them) with a z
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import connection, transaction
-from django.db.models import F
-from django.db.models.functions import Greatest
+from django.db import transaction
 
-from banks.models import Bank, Entity, Memory, MemoryEntity
+from banks.models import Bank, Entity, Memory
 from banks.providers.llm import get_llm
+from banks.services.memory_rows import mentions_drop, mentions_link_pairs
 
 DEFAULT_BATCH = 200
 
@@ -38,20 +36,8 @@ class ReextractReport:
                 "mentions_added": self.mentions_added, "entities_created": self.entities_created}
 
 
-def _move_counts(changes: Counter[int], sign: int) -> None:
-    """One UPDATE per distinct amount (a batch has few), never one per entity."""
-    by_amount: dict[int, list[int]] = {}
-    for pk, amount in changes.items():
-        by_amount.setdefault(amount, []).append(pk)
-    for amount, pks in by_amount.items():
-        Entity.objects.filter(pk__in=pks).update(mention_count=Greatest(F("mention_count") + sign * amount, 0))
-
-
 def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], report: ReextractReport) -> None:
-    pks = list(found)
-    old = Counter(MemoryEntity.objects.filter(memory_id__in=pks).values_list("entity_id", flat=True))
-    report.mentions_removed += MemoryEntity.objects.filter(memory_id__in=pks).delete()[0]
-    _move_counts(old, -1)
+    report.mentions_removed += mentions_drop(list(found))
     wanted = {key: (name, kind) for items in found.values() for key, name, kind in items}
     known = Entity.objects.filter(bank=bank, entity_id__in=list(wanted))
     existing = known.count()
@@ -62,17 +48,7 @@ def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], 
     report.entities_created += len(by_key) - existing
     pairs = sorted({(memory_pk, by_key[key]) for memory_pk, items in found.items() for key, _, _ in items
                     if key in by_key})
-    if not pairs:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
-            "SELECT %s, * FROM unnest(%s::bigint[], %s::bigint[]) "
-            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
-            [bank.pk, [p[0] for p in pairs], [p[1] for p in pairs]])
-        added = Counter(row[0] for row in cursor.fetchall())
-    report.mentions_added += sum(added.values())
-    _move_counts(added, +1)
+    report.mentions_added += sum(mentions_link_pairs(bank.pk, pairs).values())
 
 
 def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BATCH,

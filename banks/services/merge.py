@@ -50,7 +50,7 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         MemoryLink.objects.bulk_create(
             [MemoryLink(bank=bank, source=o, target=survivor, link_type="merged_into", metadata={"text": o.text})
              for o in others], ignore_conflicts=True)
-        link_memory_entities(survivor.pk, list(
+        link_memory_entities(survivor, list(
             MemoryEntity.objects.filter(memory_id__in=other_pks).values_list("entity_id", flat=True).distinct()))
         ObservationEvidence.objects.bulk_create(
             [ObservationEvidence(bank=bank, observation_id=e.observation_id, memory_ref=survivor.memory_id,

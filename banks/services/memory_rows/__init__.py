@@ -16,8 +16,6 @@ nowhere else. What it keeps, whoever writes:
 from banks.services.memory_rows.core import (
     RowsChanged,
     ensure_editable,
-    mentions_count,
-    mentions_drop,
     on_rows_changed,
     row_insert,
     row_overwrite,
@@ -31,6 +29,13 @@ from banks.services.memory_rows.core import (
     rows_tag,
     rows_untag,
 )
+from banks.services.memory_rows.mentions import (
+    mentions_count,
+    mentions_drop,
+    mentions_link_memory,
+    mentions_link_named,
+    mentions_link_pairs,
+)
 from banks.services.memory_rows.move import rows_move
 from banks.services.memory_rows.upkeep import (
     rows_mark_recalled,
@@ -43,7 +48,8 @@ from banks.services.memory_rows.upkeep import (
 )
 
 __all__ = [
-    "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "on_rows_changed", "row_insert",
+    "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
+    "mentions_link_pairs", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
     "rows_mark_recalled", "rows_merged_into_set", "rows_move", "rows_not_duplicates_note", "rows_reembed",
     "rows_restore", "rows_search_config_apply", "rows_tag", "rows_untag", "rows_vector_tier_adopt",

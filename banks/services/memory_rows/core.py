@@ -20,6 +20,7 @@ from django.utils import timezone
 from banks.models import Bank, DuplicatePair, Memory, MemoryLink
 from banks.models.rows import insert_row
 from banks.services.bulk_memories import COLUMNS, MemoryRow
+from banks.services.memory_rows.mentions import mentions_drop
 from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, violated_constraint
 
@@ -58,42 +59,6 @@ def ensure_editable(memory: Memory) -> None:
     if memory.forgotten_at is not None:
         raise Conflict(f"Memory '{memory.memory_id}' was forgotten: a tombstone cannot be edited",
                        memory_id=memory.memory_id)
-
-
-# --- mention counters -------------------------------------------------------------------------------
-
-def mentions_count(deltas: dict[int, int]) -> None:
-    """Move each entity's ``mention_count`` by its delta, in one statement, rows locked in id order (two
-    writers locking the same entities in different orders would deadlock). NO KEY UPDATE, the lock the
-    update itself takes: a plain FOR UPDATE also waits for writers that merely inserted a mention of the
-    entity (their key share lock), and those may be waiting for us."""
-    deltas = {pk: d for pk, d in deltas.items() if d}
-    if not deltas:
-        return
-    pks = sorted(deltas)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count + d.delta, 0) "
-            "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.id = d.id AND e.id IN "
-            "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
-            [pks, [deltas[pk] for pk in pks], pks])
-
-
-def mentions_drop(memory_pks: Sequence[int]) -> int:
-    """Delete the mentions of ``memory_pks`` and take them off their entities' counts (one statement);
-    returns how many mentions went."""
-    if not memory_pks:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH gone AS (DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id), "
-            "counted AS (SELECT entity_id AS id, count(*) AS n FROM gone GROUP BY entity_id), "
-            "locked AS (SELECT e.id FROM banks_entity e WHERE e.id IN (SELECT id FROM counted) "
-            "ORDER BY e.id FOR NO KEY UPDATE) "
-            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count - c.n, 0) FROM counted c "
-            "WHERE e.id = c.id AND e.id IN (SELECT id FROM locked) RETURNING c.n",
-            [list(memory_pks)])
-        return sum(int(n) for (n,) in cursor.fetchall())
 
 
 def _pairs_drop(memory_pks: Sequence[int]) -> None:
@@ -152,12 +117,11 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
         # its own index waits for this batch); passing it spares the trigger a lookup per row.
         cursor.execute("SELECT own_vector_index FROM banks_bank WHERE id = %s FOR KEY SHARE", [bank_pk])
         own = bool(cursor.fetchone()[0])
-        # Rows go in content-hash order: two imports storing the same texts wait for each other in one
-        # order instead of deadlocking. Vetted: {columns} is the fixed column list; the flag is a parameter.
+        # In the archive's order (keys follow it, and lists ordered by key with them). Vetted: {columns}
+        # is the fixed column list; the flag is a parameter.
         cursor.execute(
             f"INSERT INTO banks_memory ({columns}, own_vector_index) "  # noqa: S608
-            f"SELECT {columns}, %s FROM memory_bulk_staging ORDER BY content_hash "
-            "ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
+            f"SELECT {columns}, %s FROM memory_bulk_staging ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
         landed = {memory_id: pk for memory_id, pk in cursor.fetchall()}
     _changed("insert", bank_pk, landed.values())
     return landed
@@ -315,7 +279,7 @@ def rows_delete(bank: Bank, pks: Sequence[int]) -> int:
 
 
 __all__ = [
-    "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "on_rows_changed", "row_insert",
-    "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
-    "rows_restore", "rows_tag", "rows_untag",
+    "RowsChanged", "ensure_editable", "on_rows_changed", "row_insert", "row_overwrite", "row_update",
+    "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert", "rows_restore", "rows_tag",
+    "rows_untag",
 ]

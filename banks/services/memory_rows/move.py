@@ -22,7 +22,8 @@ from django.db import connection
 from django.utils import timezone
 
 from banks.models import Bank
-from banks.services.memory_rows.core import _changed, _pairs_drop, mentions_count
+from banks.services.memory_rows.core import _changed, _pairs_drop
+from banks.services.memory_rows.mentions import mentions_count
 from banks.vectors import vector_literal
 
 

@@ -1,0 +1,109 @@
+"""Entity mentions of memory rows and their counters: ``Entity.mention_count`` always equals the number
+of the entity's mention rows, because only these functions insert or delete mentions, and each moves
+the counts in the same transaction, set-based, entity rows locked in id order."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from django.db import connection
+
+
+def mentions_count(deltas: dict[int, int]) -> None:
+    """Move each entity's ``mention_count`` by its delta, in one statement, rows locked in id order (two
+    writers locking the same entities in different orders would deadlock). NO KEY UPDATE, the lock the
+    update itself takes: a plain FOR UPDATE also waits for writers that merely inserted a mention of the
+    entity (their key share lock), and those may be waiting for us."""
+    deltas = {pk: d for pk, d in deltas.items() if d}
+    if not deltas:
+        return
+    pks = sorted(deltas)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count + d.delta, 0) "
+            "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.id = d.id AND e.id IN "
+            "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
+            [pks, [deltas[pk] for pk in pks], pks])
+
+
+def mentions_drop(memory_pks: Sequence[int]) -> int:
+    """Delete the mentions of ``memory_pks`` and take them off their entities' counts (one statement);
+    returns how many mentions went."""
+    if not memory_pks:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id), "
+            "counted AS (SELECT entity_id AS id, count(*) AS n FROM gone GROUP BY entity_id), "
+            "locked AS (SELECT e.id FROM banks_entity e WHERE e.id IN (SELECT id FROM counted) "
+            "ORDER BY e.id FOR NO KEY UPDATE) "
+            "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count - c.n, 0) FROM counted c "
+            "WHERE e.id = c.id AND e.id IN (SELECT id FROM locked) RETURNING c.n",
+            [list(memory_pks)])
+        return sum(int(n) for (n,) in cursor.fetchall())
+
+
+def mentions_link_pairs(bank_pk: int, pairs: Sequence[tuple[int, int]], *, count: bool = True) -> dict[int, int]:
+    """Link each ``(memory pk, entity pk)`` not linked yet, in one statement, in entity then memory order;
+    returns how many new mentions each entity got (already counted unless ``count`` is False: the caller
+    passes them to ``mentions_count`` before it commits)."""
+    if not pairs:
+        return {}
+    ordered = sorted(set(pairs), key=lambda p: (p[1], p[0]))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, * FROM unnest(%s::bigint[], %s::bigint[]) "
+            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id",
+            [bank_pk, [m for m, _ in ordered], [e for _, e in ordered]])
+        added = dict(Counter(int(row[0]) for row in cursor.fetchall()))
+    if count:
+        mentions_count(added)
+    return added
+
+
+def mentions_link_named(bank_pk: int, pairs: Sequence[tuple[int, str]], *, count: bool = True) -> dict[int, int]:
+    """Link memories to the bank's entities by entity id (``(memory pk, entity_id)``), reading the entities
+    in a statement of its own: it sees those other writers committed while the caller's insert of new
+    entities waited. Returns new mentions per entity pk (counted unless ``count`` is False)."""
+    if not pairs:
+        return {}
+    ids = sorted({e for _, e in pairs})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH e AS (SELECT id, entity_id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
+            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, p.memory_id, e.id FROM unnest(%s::bigint[], %s::text[]) AS p(memory_id, entity_id) "
+            "JOIN e ON e.entity_id = p.entity_id ORDER BY e.id, p.memory_id "
+            "ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING RETURNING entity_id) "
+            "SELECT entity_id, count(*) FROM linked GROUP BY entity_id",
+            [bank_pk, ids, bank_pk, [m for m, _ in pairs], [e for _, e in pairs]])
+        added = {int(pk): int(n) for pk, n in cursor.fetchall()}
+    if count:
+        mentions_count(added)
+    return added
+
+
+def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str], *,
+                         count: bool = True) -> tuple[list[int], list[int]]:
+    """Link one memory to the bank's entities ``entity_ids`` (a retain): returns (the pks of those entities,
+    those newly linked), the new ones counted unless ``count`` is False. A statement of its own after the
+    entities' insert: it must see entities other writers committed while that insert waited."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH e AS (SELECT id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
+            "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
+            "SELECT %s, %s, e.id FROM e ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING "
+            "RETURNING entity_id) "
+            "SELECT e.id, e.id IN (SELECT entity_id FROM linked) FROM e ORDER BY e.id",
+            [bank_pk, list(entity_ids), bank_pk, memory_pk])
+        rows = cursor.fetchall()
+    found = [pk for pk, _ in rows]
+    linked = [pk for pk, new in rows if new]
+    if count:
+        mentions_count(dict.fromkeys(linked, 1))
+    return found, linked
+
+
+__all__ = ["mentions_count", "mentions_link_memory", "mentions_drop", "mentions_link_named", "mentions_link_pairs"]
