@@ -2,7 +2,7 @@
 
 A tenant is every bank whose id starts with ``<tenant_id>:``. Both routes act on all of them, so
 the caller must hold ``admin`` on each (a compliance erase and billing data are admin matters); a
-tenant bank the caller may not administer is a 403 naming it, before anything is done.
+caller who may not is refused before anything is done, in words that name no bank.
 """
 
 from __future__ import annotations
@@ -34,11 +34,16 @@ class TenantNotFound(NotFound):
 
 class TenantView(BankApiView):
     def tenant(self, request: Request, tenant_id: str) -> list[Bank]:
+        """The tenant's banks, if the caller administers all of them. A caller whose grants cover the whole
+        tenant (``<tenant>:*``) may learn that it has none; to anyone else a tenant without banks, one
+        with a bank they may not administer and one they have no grant on at all answer the same 403,
+        naming only the tenant they asked for."""
         principal = self.principal(request)
         banks = list(tenant_banks(tenant_id))
-        for bank in banks:
-            if not principal.can(bank.bank_id, "admin"):
-                raise AccessDenied(principal.label, "admin", bank.bank_id)
+        if principal.can(f"{tenant_id}:*", "admin"):
+            return banks
+        if not banks or not all(principal.can(bank.bank_id, "admin") for bank in banks):
+            raise AccessDenied(principal.label, "admin", f"{tenant_id}:*")
         return banks
 
 

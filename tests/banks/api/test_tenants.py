@@ -44,7 +44,8 @@ def test_dsar_erases_the_principals_memories_in_every_tenant_bank(api_for, tenan
 def test_dsar_needs_admin_on_every_tenant_bank_before_touching_any(api_for, tenant):
     client = api_for({"acme:decisions": ["admin"], "acme:notes": ["read", "write", "forget"]})
     response = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"})
-    assert response.status_code == 403 and "'admin' on bank 'acme:notes'" in response.json()["detail"]
+    assert response.status_code == 403 and "'admin' on bank 'acme:*'" in response.json()["detail"]
+    assert "notes" not in response.json()["detail"] and "decisions" not in response.json()["detail"]
     assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
 
 
@@ -110,5 +111,25 @@ def test_tenant_storage_measures_the_tenants_own_rows(api_for, tenant):
     one_bank = api_for({"acmeco:*": ["admin"]}).get("/v1/admin/tenants/acmeco/storage").json()
     assert one_bank["breakdown"]["memory_count"] == 2
     assert 0 < one_bank["breakdown"]["heap_bytes"] < breakdown["heap_bytes"]
-    missing = client.get("/v1/admin/tenants/nobody/storage")
+    # A caller whose grants cover the whole of a tenant may learn it has no bank.
+    missing = api_for({"*": ["admin"]}).get("/v1/admin/tenants/nobody/storage")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "tenant_not_found"
+
+
+def _same(first, second, tenant_a, tenant_b):
+    assert first.status_code == second.status_code == 403
+    assert first.json()["detail"].replace(tenant_a, "T") == second.json()["detail"].replace(tenant_b, "T")
+
+
+@pytest.mark.parametrize("grants", [{"b-*": ["*"]}, {"acme:decisions": ["admin"]}, {"acme:*": ["read", "forget"]}])
+def test_a_stranger_cannot_tell_a_tenant_from_none(api_for, tenant, grants):
+    """A tenant with banks the caller may not administer and a tenant with no bank at all answer the same
+    403, which names no bank."""
+    client = api_for(grants)
+    _same(client.get("/v1/admin/tenants/acme/storage"), client.get("/v1/admin/tenants/nobody/storage"),
+          "acme", "nobody")
+    existing = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"})
+    missing = client.post("/v1/dsar/forget_principal", {"tenant_id": "nobody", "principal": "user:alice"})
+    _same(existing, missing, "acme", "nobody")
+    assert "notes" not in existing.json()["detail"] and "decisions" not in existing.json()["detail"]
+    assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
