@@ -34,7 +34,11 @@ def peak_mb() -> float:
 
 def setup_django() -> None:
     import django
+    from django.conf import settings as _settings  # noqa: E402
 
+    from memoryhub.embedded import prepare_local_install  # noqa: E402
+
+    prepare_local_install(_settings)  # the local install's folders, key and server, as manage.py does
     django.setup()
 
 

@@ -24,7 +24,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
 
 import django  # noqa: E402
+from django.conf import settings as _settings  # noqa: E402
 
+from memoryhub.embedded import prepare_local_install  # noqa: E402
+
+prepare_local_install(_settings)  # the local install's folders, key and server, as manage.py does
 django.setup()
 
 from django.conf import settings  # noqa: E402

@@ -40,7 +40,11 @@ os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "load-bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
+from django.conf import settings as _settings  # noqa: E402
 
+from memoryhub.embedded import prepare_local_install  # noqa: E402
+
+prepare_local_install(_settings)  # the local install's folders, key and server, as manage.py does
 django.setup()
 # One log line per request would drown the figures.
 logging.getLogger("httpx").setLevel(logging.WARNING)

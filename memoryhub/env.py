@@ -1,7 +1,9 @@
 """Typed readers for configuration from the environment.
 
-Each reader fails loudly on a value it cannot interpret, so a typo in a
-deployment shows up at start-up instead of as a silently ignored setting.
+A variable set to an empty (or blank) value counts as unset: every reader falls back to its default,
+so ``MEMORYHUB_VAR_DIR=`` in a unit file or a compose file cannot turn into "the current folder".
+Each reader fails loudly on a value it cannot interpret, so a typo in a deployment shows up at
+start-up instead of as a silently ignored setting.
 """
 
 from __future__ import annotations
@@ -12,52 +14,56 @@ from collections.abc import Mapping
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def env_value(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The variable's value with surrounding blanks removed; None when it is unset or empty."""
+    raw = (os.environ if env is None else env).get(name)
+    if raw is None or not raw.strip():
+        return None
+    return raw.strip()
 
 
 def env_str(name: str, default: str = "", env: Mapping[str, str] | None = None) -> str:
-    source = os.environ if env is None else env
-    return source.get(name, default)
+    value = env_value(name, env)
+    return default if value is None else value
 
 
 def env_bool(name: str, default: bool = False, env: Mapping[str, str] | None = None) -> bool:
-    source = os.environ if env is None else env
-    if name not in source:
+    value = env_value(name, env)
+    if value is None:
         return default
-    raw = source[name].strip().lower()
-    if raw in _TRUE:
+    if value.lower() in _TRUE:
         return True
-    if raw in _FALSE:
+    if value.lower() in _FALSE:
         return False
-    raise ImproperlyConfigured(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {source[name]!r}")
+    raise ImproperlyConfigured(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {value!r}")
 
 
 def env_int(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
-    source = os.environ if env is None else env
-    raw = source.get(name, "").strip()
-    if not raw:
+    value = env_value(name, env)
+    if value is None:
         return default
     try:
-        return int(raw)
+        return int(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer; got {raw!r}") from None
+        raise ImproperlyConfigured(f"{name} must be an integer; got {value!r}") from None
 
 
 def env_float(name: str, default: float, env: Mapping[str, str] | None = None) -> float:
-    source = os.environ if env is None else env
-    raw = source.get(name, "").strip()
-    if not raw:
+    value = env_value(name, env)
+    if value is None:
         return default
     try:
-        return float(raw)
+        return float(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number; got {raw!r}") from None
+        raise ImproperlyConfigured(f"{name} must be a number; got {value!r}") from None
 
 
 def env_list(name: str, default: list[str] | None = None, sep: str = ",",
              env: Mapping[str, str] | None = None) -> list[str]:
-    source = os.environ if env is None else env
-    raw = source.get(name)
-    if raw is None:
+    value = env_value(name, env)
+    if value is None:
         return list(default or [])
-    return [item.strip() for item in raw.split(sep) if item.strip()]
+    return [item.strip() for item in value.split(sep) if item.strip()]

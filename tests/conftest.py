@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +50,32 @@ class ApiClient:
 
         query = f"?{urlencode(params, doseq=True)}" if params else ""
         return self.client.delete(path + query, **self._headers())
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Start (or join) the embedded PostgreSQL the settings name, before the test database is made:
+    importing the settings starts nothing."""
+    from django.conf import settings
+
+    from memoryhub.embedded import prepare_local_install
+
+    prepare_local_install(settings)
+
+
+@pytest.fixture
+def server_dir() -> Iterator[Path]:
+    """A folder for a server of the test's own (an embedded PostgreSQL's data directory, a fresh install).
+
+    Under the run's var directory, not pytest's temporary one: started by root, the server runs as a
+    system user of its own, and every pytest run on the machine makes its temporary root readable by
+    its owner alone again, so a server there stops being able to read its own directory."""
+    from django.conf import settings
+
+    folder = Path(settings.VAR_DIR) / "servers" / uuid.uuid4().hex[:12]
+    folder.mkdir(parents=True)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -33,8 +33,8 @@ def test_settings_follow_the_machines_memory(memory, buffers, cache):
     assert "shared_preload_libraries" not in embedded_server_settings(memory, prewarm=False)
 
 
-def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(tmp_path: Path):
-    data_dir = tmp_path / "pg"
+def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(server_dir: Path):
+    data_dir = server_dir / "pg"
     url = embedded_database_url(data_dir)
     try:
         with psycopg.connect(url) as conn:

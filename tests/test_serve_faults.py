@@ -81,7 +81,7 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
         "MEMORYHUB_WEB_WORKERS": "1", "MEMORYHUB_WEB_THREADS": "1", "MEMORYHUB_WORKER_CONCURRENCY": "1",
         "MEMORYHUB_RESTART_DELAY": "0.5",
         # No roots: the system checks have a warning to print, and it must be printed once, not per child.
-        "MEMORYHUB_PORTABILITY_ROOTS": "",
+        "MEMORYHUB_PORTABILITY_ROOTS": "off",
     }
     for name in ("DATABASE_URL", "CELERY_BROKER_URL", "ASTROCYTE_PORTABILITY_ROOTS", "MEMORYHUB_CACHE_URL",
                  "MEMORYHUB_DEV", "MEMORYHUB_CELERY_EAGER"):
@@ -125,8 +125,8 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
             serve.wait(timeout=30)
 
 
-def test_a_killed_embedded_postgresql_is_started_again(tmp_path):
-    data_dir = tmp_path / "pg"
+def test_a_killed_embedded_postgresql_is_started_again(server_dir):
+    data_dir = server_dir / "pg"
     url = embedded_database_url(data_dir)
     try:
         service = CallbackService("postgresql", start=lambda: restart_embedded_database(data_dir),

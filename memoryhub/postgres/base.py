@@ -12,11 +12,24 @@ is found by the first query, which then fails and is answered as a database outa
 from __future__ import annotations
 
 import select
+from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
+
+from memoryhub.embedded import EMBEDDED_PGDATA_MARK
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def get_connection_params(self) -> dict[str, Any]:
+        if pgdata := self.settings_dict.get("OPTIONS", {}).get(EMBEDDED_PGDATA_MARK):
+            # The settings only read configuration; the entry points start the embedded server.
+            raise ImproperlyConfigured(
+                f"The embedded PostgreSQL in {pgdata} was not started by this "
+                "process: run MemoryHub through manage.py (make run), or set DATABASE_URL.")
+        params: dict[str, Any] = super().get_connection_params()
+        return params
+
     def is_usable(self) -> bool:
         connection = self.connection
         if connection is None or connection.closed:

@@ -32,7 +32,8 @@ def row_counts(cursor) -> dict[str, int]:  # noqa: ANN001
     return counts
 
 
-def test_backup_restores_into_a_fresh_data_directory_with_the_same_rows(bank, make_token, tmp_path, settings):
+def test_backup_restores_into_a_fresh_data_directory_with_the_same_rows(bank, make_token, tmp_path, settings,
+                                                                       server_dir):
     root = tmp_path / "archives"
     root.mkdir()
     settings.MEMORYHUB_PORTABILITY_ROOTS = str(root)
@@ -48,7 +49,7 @@ def test_backup_restores_into_a_fresh_data_directory_with_the_same_rows(bank, ma
         before = row_counts(cursor)
     assert before["banks_memory"] == 3 and before["banks_apitoken"] == 1
 
-    fresh = tmp_path / "fresh-pg"
+    fresh = server_dir / "fresh-pg"
     url = embedded_database_url(fresh)
     try:
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "MEMORYHUB_EMBEDDED_DATABASE_URL": url,

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+
+from memoryhub.env import env_str
 
 
 class Command(BaseCommand):
     help = "Serve the MCP endpoint (streamable HTTP at /mcp) with the same tokens and permissions as /v1."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--addr", default=os.environ.get("MEMORYHUB_MCP_ADDR", "127.0.0.1:8001"))
+        parser.add_argument("--addr", default=env_str("MEMORYHUB_MCP_ADDR", "127.0.0.1:8001"))
 
     def handle(self, *args: Any, **options: Any) -> None:
         import uvicorn

@@ -22,7 +22,13 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
 from config.supervisor import Backoff, CallbackService, ProcessService, Service, Supervisor
-from memoryhub.env import env_bool, env_float, env_int
+from memoryhub.embedded import (
+    embedded_database_pid,
+    release_embedded_database,
+    restart_embedded_database,
+    started_here,
+)
+from memoryhub.env import env_bool, env_float, env_int, env_str
 from portability.roots import portability_roots
 
 # Request line, status, bytes, duration: enough to spot slow routes in the access log.
@@ -69,7 +75,7 @@ class Command(BaseCommand):
             "(gunicorn, or the development server with --dev), a Celery worker and beat, and the MCP endpoint.")
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--addr", default=os.environ.get("MEMORYHUB_ADDR", "127.0.0.1:8000"))
+        parser.add_argument("--addr", default=env_str("MEMORYHUB_ADDR", "127.0.0.1:8000"))
         parser.add_argument("--dev", action="store_true", default=env_bool("MEMORYHUB_DEV", False),
                             help="Django's development server, reloading on code changes (MEMORYHUB_DEV=1)")
         parser.add_argument("--web-workers", type=int,
@@ -123,13 +129,8 @@ class Command(BaseCommand):
         # The system checks ran once in this process; the children would only print them again.
         env["CELERY_SKIP_CHECKS"] = "1"
         services: list[Service] = []
-        if settings.EMBEDDED_DATABASE and not settings.EMBEDDED_DATABASE_URL:
-            from memoryhub.embedded import (
-                embedded_database_pid,
-                release_embedded_database,
-                restart_embedded_database,
-            )
-
+        # manage.py started the embedded server in this process (prepare_local_install): supervise it.
+        if settings.EMBEDDED_DATABASE and started_here(settings.EMBEDDED_PGDATA):
             data_dir = settings.EMBEDDED_PGDATA
             # Children reuse this process's embedded server instead of each starting one.
             env["MEMORYHUB_EMBEDDED_DATABASE_URL"] = settings.MEMORYHUB_DATABASE_URL
@@ -145,7 +146,7 @@ class Command(BaseCommand):
         if not options["no_worker"]:
             services.append(ProcessService("worker", [
                 *celery, "worker", "--loglevel", "INFO",
-                "--concurrency", os.environ.get("MEMORYHUB_WORKER_CONCURRENCY", "2")], env=env, cwd=settings.BASE_DIR))
+                "--concurrency", env_str("MEMORYHUB_WORKER_CONCURRENCY", "2")], env=env, cwd=settings.BASE_DIR))
         if not options["no_beat"]:
             services.append(ProcessService("beat", [*celery, "beat", "--loglevel", "INFO"],
                                            env=env, cwd=settings.BASE_DIR))
@@ -172,8 +173,8 @@ class Command(BaseCommand):
         if User.objects.filter(is_superuser=True).exists():
             self.stdout.write(f"Log in at http://{addr}/login/ with your operator account.")
             return
-        username = os.environ.get("MEMORYHUB_ADMIN_USER", "admin")
-        password = os.environ.get("MEMORYHUB_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        username = env_str("MEMORYHUB_ADMIN_USER", "admin")
+        password = env_str("MEMORYHUB_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
         self.stdout.write(self.style.SUCCESS(
             f"Created the first operator. Log in at http://{addr}/login/ as {username!r} with password {password!r}"
