@@ -27,6 +27,7 @@ from typing import Any
 from banks.providers import embed_worker
 from banks.providers.embeddings import Embedder, HashingEmbedder
 from banks.vectors import vector_literal
+from memoryhub.env import env_str
 
 logger = logging.getLogger(__name__)
 # Seconds a spawned worker may take to import Django and build its embedder (a local model loads).
@@ -38,7 +39,7 @@ def _children_use_this_database() -> None:
     stop an embedded server of its own (it does not even query it)."""
     from django.conf import settings
 
-    if not os.environ.get("DATABASE_URL"):
+    if not env_str("DATABASE_URL"):
         os.environ["MEMORYHUB_EMBEDDED_DATABASE_URL"] = settings.MEMORYHUB_DATABASE_URL
 
 
