@@ -37,6 +37,10 @@ class RecallConfig:
     rerank: bool = False
     rerank_depth: int = DEFAULT_RERANK_DEPTH
     expand: bool = False
+    # Whether recall puts the bank's directives in front of its hits when the caller does not say
+    # (``include_directives``). On by default; a bank serving clients that read ``hits[0]`` as the best
+    # memory (Astrocyte's) can turn it off.
+    include_directives: bool = True
 
     def candidates(self, max_results: int) -> int:
         return max(self.depth, max(1, max_results) * OVERFETCH)
@@ -66,12 +70,14 @@ class RecallConfig:
             rerank_depth=int(rerank_depth) if isinstance(rerank_depth, int) and 1 <= rerank_depth <= 200
             else DEFAULT_RERANK_DEPTH,
             expand=raw.get("expand", False) is True,
+            include_directives=raw.get("include_directives", True) is not False,
         )
 
     def as_settings(self) -> dict[str, Any]:
         return {"arms": list(self.arms), "weights": dict(self.weights), "rrf_k": self.rrf_k, "depth": self.depth,
                 "time_aware": self.time_aware,
-                "rerank": {"enabled": self.rerank, "candidates": self.rerank_depth}, "expand": self.expand}
+                "rerank": {"enabled": self.rerank, "candidates": self.rerank_depth}, "expand": self.expand,
+                "include_directives": self.include_directives}
 
 
 @dataclass

@@ -49,7 +49,9 @@ class RecallRequest(WireModel):
     as_of: UtcDatetime | None = None
     layers: list[str] | None = None
     include_sources: bool = False
-    include_directives: bool = True
+    # Omitted: the bank's default (banks.recall_fusion.RecallConfig.include_directives, on unless the bank
+    # turns it off); true or false overrides it for this call.
+    include_directives: bool | None = None
     include_observations: bool = False
     include_trace: bool = True
     min_results_to_stop: int = Field(default=3, ge=1)

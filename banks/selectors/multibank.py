@@ -31,7 +31,7 @@ def _merge(hits: list[RecallHit], weights: dict[str, float], max_results: int) -
 
 def recall_many(
     banks: list[Bank], query: str, *, strategy: str = "parallel", max_results: int = 10,
-    max_tokens: int | None = None, filters: RecallFilters | None = None, include_directives: bool = True,
+    max_tokens: int | None = None, filters: RecallFilters | None = None, include_directives: bool | None = None,
     include_observations: bool = False, min_results_to_stop: int = 3, cascade_order: list[str] | None = None,
     bank_weights: dict[str, float] | None = None, options: recall_shaping.RecallOptions | None = None,
 ) -> RecallOutcome:

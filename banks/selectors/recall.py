@@ -300,14 +300,17 @@ def bank_recall_config(bank: Bank) -> RecallConfig:
 @tolerates_lag
 def recall_bank(
     bank: Bank, query: str, *, max_results: int = 10, max_tokens: int | None = None,
-    filters: RecallFilters | None = None, include_directives: bool = True, include_observations: bool = False,
+    filters: RecallFilters | None = None, include_directives: bool | None = None, include_observations: bool = False,
     config: RecallConfig | None = None, options: recall_shaping.RecallOptions | None = None,
     external: bool = True,
 ) -> RecallOutcome:
     """``options``: Astrocyte's layer_weights, detail_level, external_context (``external`` False leaves
-    the last to a multi-bank caller, which merges it once over all banks)."""
+    the last to a multi-bank caller, which merges it once over all banks). ``include_directives`` None
+    is the bank's own default (``config["recall"]["include_directives"]``, on unless turned off)."""
     started = time.perf_counter()
     config = config or bank_recall_config(bank)
+    if include_directives is None:
+        include_directives = config.include_directives
     hits, total, trace, top_semantic = recall_memories(bank, query, max_results=max_results, filters=filters,
                                                        config=config,
                                                        layer_weights=options.layer_weights if options else None)

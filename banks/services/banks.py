@@ -38,6 +38,7 @@ def bank_create(
     _validate_bank_id(bank_id)
     check_storable({"name": name, "description": description, "config": config or {}})
     check_language(config or {})
+    check_recall_switches(config or {})
     existing = Bank.objects.filter(bank_id=bank_id).first()
     if existing is not None:
         if existing.deleted_at is None and get_existing:
@@ -61,6 +62,15 @@ def bank_create(
     return bank
 
 
+def check_recall_switches(config: dict[str, Any]) -> None:
+    """A recall switch the bank sets (``config["recall"]["include_directives"]``) must be true or false:
+    a typo would otherwise silently keep the default."""
+    recall = config.get("recall")
+    if isinstance(recall, dict) and "include_directives" in recall and not isinstance(
+            recall["include_directives"], bool):
+        raise InvalidInput("must be true or false", field="config.recall.include_directives")
+
+
 def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
     unknown = set(changes) - set(_EDITABLE)
     if unknown:
@@ -73,6 +83,7 @@ def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
         if not isinstance(changes["config"], dict):
             raise InvalidInput("must be an object", field="config")
         check_language(changes["config"])
+        check_recall_switches(changes["config"])
     language_before = bank_language(bank.config)
     updated = [k for k, v in changes.items() if v is not None and getattr(bank, k) != v]
     for key in updated:

@@ -269,7 +269,15 @@ def _locked(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
     assert ours[-1]["deleted_count"] == 0
 
 
+def _memory_first(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    assert theirs[-1]["hits"][0]["text"] == "Alice Smith works at Acme in Lisbon."
+    assert ours[-1]["hits"][0]["text"] == "Alice Smith works at Acme in Lisbon."
+    assert all(h.get("layer") != "directive" for h in ours[-1]["hits"])
+
+
 HOLD = ("memory_hold_set", {"bank_id": A, "hold_id": "case-1", "reason": "audit"})
+# Banks a case configures (as an operator would with PATCH /v1/banks/<id>).
+BANK_CONFIG = {"recall on a bank that keeps directives out of hits": {"recall": {"include_directives": False}}}
 # Calls an Astrocyte client makes that MemoryHub once refused or answered differently: the calls, and
 # what the answer to the last one must show (beside carrying every key the package's answer has).
 CLIENT_CASES: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any]] = {
@@ -294,6 +302,10 @@ CLIENT_CASES: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any]] = {
         [HOLD, ("memory_hold_set", {"bank_id": A, "hold_id": "case-1", "reason": "litigation"})], _hold_replaced),
     "forget on a held bank": ([HOLD, ("memory_forget", {"bank_id": A, "memory_ids": ["0123456789abcdef"]})],
                               _locked),
+    "recall on a bank that keeps directives out of hits": (
+        [("memory_create_directive", {"rule_text": "Answer briefly.", "bank_id": A}),
+         ("memory_recall", {"query": "Where does Alice work? Acme Lisbon", "bank_id": A, "max_results": 1})],
+        _memory_first),
 }
 
 
@@ -311,7 +323,8 @@ def test_calls_astrocyte_clients_make_answer_as_the_package_does(case, mcp_url, 
 
     theirs = asyncio.run(theirs_all())
 
-    memory_retain(bank=make_bank(A), text="Alice Smith works at Acme in Lisbon.", actor="test")
+    memory_retain(bank=make_bank(A, config=BANK_CONFIG.get(case)), text="Alice Smith works at Acme in Lisbon.",
+                  actor="test")
     token = make_token({"user-*": ["read", "write", "forget", "admin"]})
     _, ours = asyncio.run(session_calls(mcp_url, token, calls))
     if check is not _locked:

@@ -494,3 +494,28 @@ def test_erase_and_dsar_report_what_was_erased(client, make_bank):
     dsar = client.post("/v1/dsar/forget_principal", {"tenant_id": "acme", "principal": "user:alice"}).json()
     assert dsar["memories_deleted"] == dsar["memories_erased"] == 1
     assert dsar["details"] == [{"bank_id": T, "deleted": 1, "erased": 1}]
+
+
+def test_directives_lead_recall_by_default_and_a_bank_can_keep_them_out(client):
+    """Seed 001: directives come before raw memories, and do not take a place of max_results. An
+    Astrocyte client reads hits[0] as the best memory, so a bank can turn the default off
+    (config.recall.include_directives); the request's include_directives still decides when given."""
+    client.post("/v1/retain", {"content": "Alice works at Acme in Lisbon.", "bank_id": B})
+    client.post("/v1/directives", {"bank_id": B, "rule_text": "Answer in one sentence."})
+    query = {"query": "Where does Alice work?", "bank_id": B, "max_results": 1}
+
+    default = client.post("/v1/recall", query).json()
+    assert [h["layer"] for h in default["hits"]] == ["directive", "fact"]  # the rule, then max_results memories
+    assert default["hits"][0]["text"] == "Answer in one sentence."
+
+    patched = client.patch(f"/v1/banks/{B}", {"config": {"recall": {"include_directives": False}}})
+    assert patched.status_code == 200, patched.content
+    off = client.post("/v1/recall", query).json()
+    assert [h["text"] for h in off["hits"]] == ["Alice works at Acme in Lisbon."]
+    asked = client.post("/v1/recall", {**query, "include_directives": True}).json()
+    assert [h["layer"] for h in asked["hits"]] == ["directive", "fact"]
+    many = client.post("/v1/recall", {"query": "Where does Alice work?", "banks": [B, "user-prefs"]}).json()
+    assert all(h["layer"] != "directive" for h in many["hits"]) and many["hits"]
+
+    refused = client.patch(f"/v1/banks/{B}", {"config": {"recall": {"include_directives": "no"}}})
+    assert refused.status_code == 400 and "config.recall.include_directives" in refused.json()["detail"]
