@@ -55,7 +55,7 @@ def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) ->
             if memory.pk in merged_away or memory.embedding is None:
                 continue
             nearest = nearest_live_memory(bank, [float(x) for x in memory.embedding], memory.embedding_dims or 0,
-                                          exclude_pk=memory.pk)
+                                          exclude_pk=memory.pk, model=memory.embedding_model or None)
             if nearest and nearest[1] >= bank.dedup_threshold:
                 other = Memory.objects.live().filter(bank=bank, memory_id=nearest[0]).first()
                 if other is None or other.pk in merged_away:

@@ -53,7 +53,7 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
     accepted: list[list[float]] = []
     for fact in kept:
         vector = embedder.embed([fact.text])[0]
-        nearest = nearest_live_memory(bank, vector, embedder.dimensions)
+        nearest = nearest_live_memory(bank, vector, embedder.dimensions, model=embedder.name)
         if (nearest and nearest[1] >= threshold) or any(cosine(vector, v) >= threshold for v in accepted):
             outcome.duplicates += 1
             continue

@@ -74,6 +74,7 @@ def recall_trace(trace: RecallTrace | None) -> dict[str, Any] | None:
            if trace.external_context_count is not None else {}),
         **({"vector_index": trace.vector_index} if trace.vector_index is not None else {}),
         **({"embeddings_pending": trace.embeddings_pending} if trace.embeddings_pending is not None else {}),
+        **({"semantic_unavailable": trace.semantic_unavailable} if trace.semantic_unavailable is not None else {}),
     }
 
 

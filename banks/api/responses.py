@@ -88,6 +88,8 @@ class RecallTrace(BaseModel):
     expansion: QueryExpansion | None = None
     vector_index: str | None = None
     embeddings_pending: int | None = None
+    # The bank's embedding model cannot load in the answering process: recall ran without meaning.
+    semantic_unavailable: str | None = None
 
 
 class RecallResult(BaseModel):

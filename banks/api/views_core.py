@@ -141,8 +141,9 @@ class HealthApi(APIView):
 
         embeddings = embedder_status()
         if embeddings["fallback"]:
-            # Still serving (the hashing embedder works offline), but recall is not semantic: say so.
-            message += f"; embeddings: {embeddings['configured']} could not load, using {embeddings['model']}"
+            # Still serving recall by keyword, but its banks refuse writes until the model loads: say so.
+            message += (f"; embeddings: {embeddings['configured']} could not load; writes to its banks are "
+                        "refused and recall answers by keyword")
         body = {"healthy": healthy, "message": message,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3),
                 "last_check_at": timezone.now().isoformat(), "embeddings": embeddings}

@@ -6,8 +6,14 @@ installed package ships (see banks.providers.minilm): semantic recall offline.
 ``hashing`` is deterministic and needs no model: signed feature hashing of
 words, word pairs and character trigrams, L2-normalised. Near-identical texts
 land close together, which is what dedup needs, and shared words pull related
-texts together. Tests use it for speed, and it is the fallback when the local
-model cannot load (``embedder_status`` says so, and /health and the UI show it).
+texts together. Tests use it for speed.
+
+A bank's model is never switched silently: when the local model cannot load in
+a process (a missing file, out of memory), ``minilm`` builds an
+``UnavailableEmbedder`` that names it. Writes to a bank that needs it are refused
+(503, ``ModelUnavailable``), recall answers without its semantic arm and says so
+in the trace, and no bank is ever pinned to another model in its place
+(``embedder_status`` reports the reason; /health and the UI show it).
 """
 
 from __future__ import annotations
@@ -24,11 +30,14 @@ from django.conf import settings
 
 from banks.providers.base import ProviderError
 from banks.providers.remote_embeddings import REMOTE_KINDS, RemoteEmbedder, split_spec
+from memoryhub.errors import ProviderUnavailable
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 logger = logging.getLogger(__name__)
-# Specs whose local model failed to load, with the reason: they run on the hashing fallback.
+# Specs whose local model failed to load, with the reason (their banks refuse writes meanwhile).
 _FALLBACKS: dict[str, str] = {}
+# The local model's name, known without loading it (banks.providers.minilm says the same).
+MINILM_NAME = "all-MiniLM-L6-v2"
 
 
 class Embedder(Protocol):
@@ -51,6 +60,30 @@ def _bucket(feature: str, dims: int) -> tuple[int, float]:
     digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
     value = int.from_bytes(digest, "little")
     return value % dims, (1.0 if (value >> 63) & 1 else -1.0)
+
+
+class ModelUnavailable(ProviderUnavailable):
+    code = "embedding_model_unavailable"
+
+
+class UnavailableEmbedder:
+    """A model this process cannot load: it stands in for it by name and size, and refuses to embed."""
+
+    available = False
+
+    def __init__(self, spec: str, name: str, dimensions: int, reason: str) -> None:
+        self.spec, self.name, self.dimensions, self.reason = spec, name, dimensions, reason
+
+    def message(self) -> str:
+        return (f"The embedding model {self.name} cannot load in this process ({self.reason}); writes to banks "
+                f"that use it are refused until it loads, and recall answers by keyword")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise ModelUnavailable(self.message(), model=self.name)
+
+
+def embedder_available(embedder: Embedder) -> bool:
+    return getattr(embedder, "available", True) is not False
 
 
 class HashingEmbedder:
@@ -121,11 +154,11 @@ def build_embedder(spec: str) -> Embedder:
             from banks.providers.minilm import MiniLMEmbedder
 
             return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBED_THREADS or None)
-        except Exception as exc:  # any failure to load the local model means the fallback, reported
+        except Exception as exc:  # any failure to load the local model: reported, never replaced by another
             reason = f"{exc.__class__.__name__}: {exc}"
-            logger.warning("embedding model %s could not load (%s); using the hashing embedder", spec, reason)
+            logger.error("embedding model %s could not load (%s); writes to its banks are refused", spec, reason)
             _FALLBACKS[spec] = reason
-            return HashingEmbedder(384)
+            return UnavailableEmbedder(spec, MINILM_NAME, 384, reason)
     if kind == "hashing":
         return HashingEmbedder(int(arg) if arg else 384)
     if kind == "sentence-transformers":
@@ -158,7 +191,9 @@ def embedder_spec(embedder: Embedder) -> str | None:
     name = embedder.name
     if name.startswith("hashing-"):
         return "hashing:" + name.removeprefix("hashing-")
-    if name == "all-MiniLM-L6-v2":
+    if isinstance(embedder, UnavailableEmbedder):
+        return embedder.spec
+    if name == MINILM_NAME:
         return "minilm"
     if isinstance(embedder, RemoteEmbedder):
         return embedder.spec
@@ -187,8 +222,8 @@ def embedder_status(spec: str | None = None) -> dict[str, object]:
     embedder = get_embedder(spec)
     reason = _FALLBACKS.get(spec)
     return {"configured": spec, "model": embedder.name, "dimensions": embedder.dimensions,
-            "semantic": not embedder.name.startswith("hashing"), "fallback": reason is not None,
-            "fallback_reason": reason}
+            "semantic": embedder_available(embedder) and not embedder.name.startswith("hashing"),
+            "available": embedder_available(embedder), "fallback": reason is not None, "fallback_reason": reason}
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -15,6 +15,7 @@ from django.db import transaction
 from banks.models import Bank, Observation
 from banks.models.live import MentalModelKind
 from banks.providers import bank_embedder
+from banks.providers.embeddings import embedder_available
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
 from banks.vectors import distance_sql, enable_iterative_scan
@@ -61,6 +62,8 @@ def add_live_layers(
 def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[RecallHit]:
     """Live observations nearest the query (as of a moment, only those that existed then)."""
     embedder = bank_embedder(bank)
+    if not embedder_available(embedder):
+        return []  # observations are found by meaning only; the trace says the model is missing
     vector = query_vector(embedder, query)  # the one the semantic arm computed
     distance = distance_sql(embedder.dimensions, column="o.embedding")
     clauses = ["o.bank_id = %s", "o.embedding_dims = %s", "o.deleted_at IS NULL", "o.invalidated_at IS NULL"]

@@ -21,6 +21,7 @@ from django.utils import timezone
 from banks.content import estimate_tokens
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
+from banks.providers.embeddings import embedder_available
 from banks.recall_fusion import RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
@@ -231,6 +232,12 @@ def recall_memories(
         arms = (*arms, "temporal")
     limit = config.candidates(max_results)
     trace = RecallTrace()  # weighted RRF; "rrf" is the name Astrocyte reports for it too
+    embedder = bank_embedder(bank)
+    if not embedder_available(embedder) and {"semantic", "temporal"} & set(arms):
+        # The bank's model cannot load here: no other model's vectors stand in for it (they would not
+        # compare); the question is answered by the other arms, and the trace says why.
+        trace.semantic_unavailable = f"{embedder.name} cannot load in this process: {getattr(embedder, 'reason', '')}"
+        arms = tuple(a for a in arms if a not in ("semantic", "temporal")) or ("keyword",)
     ranked: dict[str, list[int]] = {}
     top_semantic: float | None = None
     expansion: dict[str, Any] = {}

@@ -77,6 +77,8 @@ class RecallTrace:
     vector_index: str | None = None
     # Memories of such a bank a big import stored before their vectors: found by keyword, not yet by meaning.
     embeddings_pending: int | None = None
+    # Why the semantic (and temporal) arm did not run: the bank's model cannot load in this process.
+    semantic_unavailable: str | None = None
 
 
 @dataclass

@@ -114,12 +114,14 @@ NEAR_LOOK_LIMIT = 40
 
 
 def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
-                        own_index: bool | None = None, prepared: bool = False) -> tuple[str, float] | None:
+                        own_index: bool | None = None, prepared: bool = False,
+                        model: str | None = None) -> tuple[str, float] | None:
     """The most similar live memory of the bank and its cosine similarity.
 
     ``own_index``: where the bank's rows are indexed (see ``vector_scope``), as the caller read it
     (default: the bank as loaded). ``prepared`` (see ``nearest_rows``) lets a caller holding a lock
-    make this one statement."""
+    make this one statement. ``model``: only vectors of that model compare (a bank's rows written by
+    another model at the same size, hashing-384 beside MiniLM, are not neighbours of anything)."""
     distance = distance_sql(dims)
     own = bank.own_vector_index if own_index is None else own_index
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
@@ -127,11 +129,14 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
         f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
         "AND {scope} "
+        + ("AND embedding_model = %s " if model else "")
         + ("AND id <> %s " if exclude_pk else "")
         + f"ORDER BY {distance}{{exact}} LIMIT 1"
     )
     literal = vector_literal(vector)
     params: list[Any] = [literal, bank.pk, dims]
+    if model:
+        params.append(model)
     if exclude_pk:
         params.append(exclude_pk)
     params.append(literal)
@@ -180,7 +185,7 @@ def memory_retain(
         return duplicate
     vector = embedder.embed([text])[0]
     if near_dedup:
-        duplicate = _near_duplicate(bank, vector, embedder.dimensions)
+        duplicate = _near_duplicate(bank, vector, embedder.dimensions, embedder.name)
         if duplicate:
             return duplicate
     if entities is None and extract_entities:
@@ -203,7 +208,7 @@ def memory_retain(
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
-            look = _near_look(bank, vector, embedder.dimensions, inserted=memory) if near_dedup else None
+            look = _near_look(bank, vector, embedder.dimensions, embedder.name, inserted=memory) if near_dedup else None
             # The decisive look comes last, under the bank's lock, so the lock is held for one statement
             # and the commit, not for the insert, its index upkeep and the entity links: a retain that
             # committed since the first look is seen now (our own row aside), and none can commit between
@@ -264,11 +269,12 @@ def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
                          similarity=1.0, error="Duplicate content", retention_action="deduplicated")
 
 
-def _near_duplicate(bank: Bank, vector: list[float], dims: int) -> RetainOutcome | None:
-    return _near_outcome(bank, nearest_live_memory(bank, vector, dims))
+def _near_duplicate(bank: Bank, vector: list[float], dims: int, model: str) -> RetainOutcome | None:
+    return _near_outcome(bank, nearest_live_memory(bank, vector, dims, model=model))
 
 
-def _near_look(bank: Bank, vector: list[float], dims: int, *, inserted: Memory) -> Callable[[], RetainOutcome | None]:
+def _near_look(bank: Bank, vector: list[float], dims: int, model: str, *,
+               inserted: Memory) -> Callable[[], RetainOutcome | None]:
     """The near-duplicate look, made ready in the caller's transaction (graph walk set) so that, once
     the bank's lock is taken, it is a single statement. It searches where ``inserted`` (this retain's
     row) went: the insert trigger copied the bank's index flag onto it under a key-share lock, so a
@@ -276,7 +282,8 @@ def _near_look(bank: Bank, vector: list[float], dims: int, *, inserted: Memory) 
     with connection.cursor() as cursor:
         prepare_graph_walk(connection, cursor, NEAR_LOOK_LIMIT)
     return lambda: _near_outcome(bank, nearest_live_memory(bank, vector, dims, exclude_pk=inserted.pk,
-                                                           own_index=inserted.own_vector_index, prepared=True))
+                                                           own_index=inserted.own_vector_index, prepared=True,
+                                                           model=model))
 
 
 def _near_outcome(bank: Bank, nearest: tuple[str, float] | None) -> RetainOutcome | None:

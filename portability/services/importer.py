@@ -25,6 +25,7 @@ from django.utils import timezone
 from banks.content import content_hash, new_memory_id
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder
+from banks.providers.embeddings import embedder_available
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
@@ -422,6 +423,8 @@ def archive_import(
             return report
     importer = _Importer(bank=bank, actor=actor, on_conflict=on_conflict, dry_run=dry_run,
                          source_label=source_label, report=report, extract_entities=extract_entities)
+    if not dry_run and not embedder_available(importer.embedder):
+        importer.embedder.embed([])  # refuses (503, naming the model) before anything is written
     build_index = False
     if not dry_run:
         # Written first, so rows of a batch that commits before a crash always sit under an import record.

@@ -12,7 +12,7 @@ from django.test import Client
 
 from banks.models import Bank, BankMembership, Memory
 from banks.providers import embeddings as embeddings_module
-from banks.providers.embeddings import HashingEmbedder, build_embedder, embedder_status
+from banks.providers.embeddings import build_embedder, embedder_status
 from banks.selectors.recall import RecallFilters, recall_memories
 from banks.selectors.recall_keyword import idf, keyword_arm
 from banks.services.memories import memory_retain
@@ -39,7 +39,7 @@ def test_minilm_embeds_meaning_not_just_words(minilm):
     assert np.allclose(alone, vectors[2], atol=1e-5)
 
 
-def test_a_model_that_cannot_load_falls_back_to_hashing_and_says_so(monkeypatch, settings, api):
+def test_a_model_that_cannot_load_is_reported_and_never_replaced(monkeypatch, settings, api):
     import banks.providers.minilm as minilm_module
 
     def broken(*args, **kwargs):
@@ -50,9 +50,12 @@ def test_a_model_that_cannot_load_falls_back_to_hashing_and_says_so(monkeypatch,
     settings.MEMORYHUB_EMBEDDINGS = "minilm"
     try:
         embedder = embeddings_module.get_embedder()
-        assert isinstance(embedder, HashingEmbedder)
+        assert isinstance(embedder, embeddings_module.UnavailableEmbedder)
+        assert (embedder.name, embedder.dimensions) == ("all-MiniLM-L6-v2", 384)
+        assert embeddings_module.embedder_spec(embedder) == "minilm"  # what a bank would be pinned to
         status = embedder_status()
-        assert status["fallback"] and not status["semantic"] and "not installed" in status["fallback_reason"]
+        assert status["fallback"] and not status["semantic"] and not status["available"]
+        assert "not installed" in status["fallback_reason"]
         health = api.client.get("/health").json()
         assert health["embeddings"]["fallback"] is True and "could not load" in health["message"]
     finally:
