@@ -168,6 +168,12 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "curation:login"
+# Every password check counts failures and honours lockouts (curation.login_guard).
+AUTHENTICATION_BACKENDS = ["curation.login_guard.LockoutModelBackend"]
+MEMORYHUB_LOGIN_MAX_FAILURES = env_int("MEMORYHUB_LOGIN_MAX_FAILURES", 10)  # per account, per window
+MEMORYHUB_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("MEMORYHUB_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+MEMORYHUB_LOGIN_FAILURE_WINDOW = env_int("MEMORYHUB_LOGIN_FAILURE_WINDOW", 900)  # seconds
+MEMORYHUB_LOGIN_LOCKOUT_SECONDS = env_int("MEMORYHUB_LOGIN_LOCKOUT_SECONDS", 900)
 LOGIN_REDIRECT_URL = "curation:home"
 LOGOUT_REDIRECT_URL = "curation:login"
 

@@ -53,6 +53,32 @@ def rate_count(*, key: str, period: int) -> RateCount | None:
     return RateCount(count=int(count), resets_in=max(0.0, float(resets_in)))
 
 
+_PEEK = f"""
+    SELECT count, EXTRACT(EPOCH FROM started + make_interval(secs => %(period)s) - now())
+    FROM {RateCounter._meta.db_table} WHERE key = %(key)s AND started > now() - make_interval(secs => %(period)s)
+"""  # noqa: S608
+
+
+def rate_peek(*, key: str, period: int) -> RateCount | None:
+    """The count of ``key``'s current window without adding to it (None: no window open, or Redis away)."""
+    if settings.MEMORYHUB_CACHE_URL:
+        import redis
+
+        try:
+            with _redis(settings.MEMORYHUB_CACHE_URL).pipeline(transaction=True) as pipe:
+                pipe.get(f"memoryhub:rate:{key}")
+                pipe.pttl(f"memoryhub:rate:{key}")
+                count, ttl_ms = pipe.execute()
+        except redis.RedisError as exc:
+            logger.error("rate limit not read, Redis unavailable: %s", exc)
+            return None
+        return RateCount(count=int(count), resets_in=max(ttl_ms, 0) / 1000) if count is not None else None
+    with connection.cursor() as cursor:
+        cursor.execute(_PEEK, {"key": key, "period": period})
+        row = cursor.fetchone()
+    return RateCount(count=int(row[0]), resets_in=max(0.0, float(row[1]))) if row else None
+
+
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 

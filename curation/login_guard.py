@@ -1,0 +1,36 @@
+"""The operator login's guard: every password check (the operator login page, the admin's) goes
+through this backend, which refuses an account or address that is locked out before comparing the
+password, and counts each failure (banks.services.login_guard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+
+from banks.services.login_guard import login_failed, login_locked_for
+
+
+def client_address(request: HttpRequest | None) -> str:
+    return (request.META.get("REMOTE_ADDR") or "unknown") if request is not None else "unknown"
+
+
+class LockoutModelBackend(ModelBackend):
+    def authenticate(self, request: HttpRequest | None, username: str | None = None, password: str | None = None,
+                     **kwargs: Any) -> Any:
+        if username is None:
+            username = kwargs.get("username") or ""
+        if login_locked_for(username=username or "", address=client_address(request)) is not None:
+            if request is not None:
+                request._login_locked = True  # type: ignore[attr-defined]
+            # Stops every backend: Django then reports a failed login (counted and audited below).
+            raise PermissionDenied("locked out")
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def count_failed_login(sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None,
+                       **kwargs: Any) -> None:
+    login_failed(username=str(credentials.get("username") or ""), address=client_address(request),
+                 locked=bool(getattr(request, "_login_locked", False)))
