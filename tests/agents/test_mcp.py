@@ -4,42 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from banks.models import Memory
+from tests.asgi_server import serving
 
 
 @pytest.fixture
 def mcp_url(transactional_db) -> Iterator[str]:
-    import uvicorn
-
     from agents.mcp_server import build_app
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "MCP server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
-    # The tools ran their queries in asgiref's shared sync thread; close that thread's connection
-    # so the test database can be dropped.
-    from asgiref.sync import sync_to_async
-    from django.db import connections
-
-    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+    with serving(build_app()) as url:
+        yield f"{url}/mcp"
 
 
 async def session_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
