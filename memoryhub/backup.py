@@ -4,7 +4,8 @@ pg_dump reads everything inside one snapshot, so a backup taken while MemoryHub
 serves is consistent: every row as of one moment, no half-applied write. The
 custom format is compressed and restorable table by table. A backup is written
 under a temporary name and renamed when complete, so a failed run never leaves
-a truncated file that looks like a backup; the file is readable by its owner
+a truncated file that looks like a backup (the caller opens the file by descriptor, inside a
+portability root, and pg_dump writes to it through its standard output); the file is readable by its owner
 only, since it holds every memory and every token hash.
 """
 
@@ -13,11 +14,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from psycopg.conninfo import make_conninfo
 
@@ -26,13 +26,6 @@ _DJANGO_ONLY_OPTIONS = {"isolation_level", "server_side_binding", "pool", "assum
 
 class BackupError(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class BackupResult:
-    path: Path
-    size: int
-    database: str
 
 
 def pg_tool(name: str) -> Path:
@@ -72,35 +65,34 @@ def default_backup_name(now: datetime | None = None) -> str:
     return f"memoryhub-{moment}.pgdump"
 
 
-def _run(argv: list[str], env: dict[str, str], what: str) -> None:
-    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+def _run(argv: list[str], env: dict[str, str], what: str, *, stdin: IO[bytes] | None = None,
+         stdout: IO[bytes] | None = None) -> None:
+    """Run a PostgreSQL tool; ``stdin``/``stdout``, when given, are files the caller opened (by
+    descriptor, inside a root), so the tool never opens a path by name itself."""
+    result = subprocess.run(argv, env=env, stdin=stdin, stdout=stdout if stdout is not None else subprocess.PIPE,
+                            stderr=subprocess.PIPE, check=False)
     if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip()[-2000:]
+        detail = (result.stderr or result.stdout or b"").decode("utf-8", "replace").strip()[-2000:]
         raise BackupError(f"{what} failed (exit {result.returncode}): {detail}")
 
 
-def backup_database(destination: Path, settings_dict: Mapping[str, Any]) -> BackupResult:
-    """Dump the whole database into ``destination`` (custom format)."""
+def backup_database(out: IO[bytes], settings_dict: Mapping[str, Any]) -> str:
+    """Dump the whole database (custom format) into the open file ``out``; returns the database's name.
+    The caller writes ``out`` under a temporary name and renames it when this returns."""
     conninfo, env = connection_target(settings_dict)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_name(f".{destination.name}.partial")
-    try:
-        # Created empty with owner-only access before pg_dump writes a byte into it.
-        partial.touch(mode=0o600, exist_ok=False)
-        _run([str(pg_tool("pg_dump")), "--format=custom", "--no-owner", "--no-privileges",
-              f"--file={partial}", f"--dbname={conninfo}"], env, "pg_dump")
-        os.replace(partial, destination)
-    finally:
-        partial.unlink(missing_ok=True)
-    return BackupResult(path=destination, size=destination.stat().st_size, database=str(settings_dict.get("NAME")))
+    out.flush()
+    _run([str(pg_tool("pg_dump")), "--format=custom", "--no-owner", "--no-privileges", f"--dbname={conninfo}"],
+         env, "pg_dump", stdout=out)
+    return str(settings_dict.get("NAME"))
 
 
-def restore_database(source: Path, settings_dict: Mapping[str, Any]) -> None:
-    """Replace the database's tables with those of a backup, all or nothing (one transaction)."""
-    if not source.is_file():
-        raise BackupError(f"{source} is not a file")
+def restore_database(open_source: Callable[[], IO[bytes]], name: str, settings_dict: Mapping[str, Any]) -> None:
+    """Replace the database's tables with those of a backup, all or nothing (one transaction).
+    ``open_source`` opens the backup afresh (it is read twice); ``name`` is what messages call it."""
     conninfo, env = connection_target(settings_dict)
     # Checked first, so a file that is not a backup leaves the database untouched with a clear message.
-    _run([str(pg_tool("pg_restore")), "--list", str(source)], env, f"reading {source.name} as a backup")
-    _run([str(pg_tool("pg_restore")), "--clean", "--if-exists", "--no-owner", "--no-privileges",
-          "--single-transaction", "--exit-on-error", f"--dbname={conninfo}", str(source)], env, "pg_restore")
+    with open_source() as source:
+        _run([str(pg_tool("pg_restore")), "--list"], env, f"reading {name} as a backup", stdin=source)
+    with open_source() as source:
+        _run([str(pg_tool("pg_restore")), "--clean", "--if-exists", "--no-owner", "--no-privileges",
+              "--single-transaction", "--exit-on-error", f"--dbname={conninfo}"], env, "pg_restore", stdin=source)

@@ -29,7 +29,7 @@ from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
 from portability.formats.registry import open_archive
-from portability.roots import contained_path
+from portability.roots import stored_location
 from portability.services import archive_export, archive_import
 from portability.services.exporter import archive_export_as
 from portability.services.job_health import job_resume_params
@@ -70,7 +70,7 @@ def _bank(job: Job) -> Bank:
 
 def _import(job: Job) -> None:
     params = job.params
-    path = contained_path(params["path"])
+    path = stored_location(params["path"])
     fmt, header, records = open_archive(path, params.get("format"))
     total = header.memory_count if isinstance(header.memory_count, int) else None
     report = archive_import(
@@ -92,7 +92,7 @@ def _import(job: Job) -> None:
 
 def _export(job: Job) -> None:
     params = job.params
-    dest = contained_path(params["path"])
+    dest = stored_location(params["path"], bank_id=_bank(job).bank_id)
     if params.get("format", "ama") != "ama":
         report = archive_export_as(bank=_bank(job), dest=dest, fmt=params["format"], actor=job.created_by)
         job_finish(job=job, counts={"exported": report.exported_count}, result={
@@ -176,6 +176,8 @@ def job_run(job: Job) -> None:
         job_fail(job=job, message="cancelled by an operator", cancelled=True)
     except Exception as exc:  # the job row must say what went wrong, whatever it was
         message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+        if isinstance(exc, OSError) and exc.strerror:
+            message = exc.strerror  # str(exc) would name the server's absolute path
         job_fail(job=job, message=f"{exc.__class__.__name__}: {message}")
         if not isinstance(exc, ValueError | OSError | MemoryHubError):
             raise

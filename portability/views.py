@@ -3,9 +3,6 @@ live progress, export to a root or download directly. Every path goes through th
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,13 +12,22 @@ from django.views.decorators.http import require_POST
 
 from banks.models import Job
 from banks.services.jobs import job_cancel_request
-from curation.access import actor, operator_bank
+from curation.access import actor, operator, operator_bank
 from curation.htmx import htmx_template
 from memoryhub.errors import MemoryHubError
 from portability.formats.registry import READERS
 from portability.jobs import KINDS, entities_reextract_start, job_resume, job_start_async
-from portability.paths import PathNotAllowed, sanitize_upload_name
-from portability.roots import contained_path, portability_roots
+from portability.paths import (
+    BANKS_DIR,
+    Location,
+    PathNotAllowed,
+    atomic_write,
+    bank_parts,
+    list_entries,
+    sanitize_upload_name,
+    shown_bank_dir,
+)
+from portability.roots import bank_location, every_bank_admin, portability_roots
 from portability.services import archive_stream
 from portability.services.bank_archive import bank_archive_stream
 from portability.services.job_health import RESUMABLE
@@ -32,28 +38,34 @@ EXPORT_SUFFIXES = {"ama": ".ama.jsonl", "csv": ".csv", "markdown": "-markdown", 
                    "agentos_json": ".agentos.json"}
 
 
-def _files(root: Path) -> list[dict]:
-    entries = []
-    try:
-        with os.scandir(root) as it:
-            for entry in it:
-                if entry.name.startswith(".") or entry.is_symlink():
-                    continue
-                stat = entry.stat()
-                entries.append({"name": entry.name, "path": str(root / entry.name), "size": stat.st_size,
-                                "is_dir": entry.is_dir(), "mtime": stat.st_mtime})
-                if len(entries) >= MAX_LISTED:
-                    break
-    except OSError:
-        return []
-    return sorted(entries, key=lambda e: -e["mtime"])
+def _files(where: Location) -> list[dict]:
+    return [{**entry, "path": str(entry["location"].path), "shown": entry["location"].shown}
+            for entry in list_entries(where, MAX_LISTED)]
+
+
+def _legacy_files(root: Location) -> list[dict]:
+    """Files in the root from before the per-bank layout: shown only to an operator with every bank."""
+    return [entry for entry in _files(root) if entry["name"] != BANKS_DIR]
+
+
+def _root_for(request: HttpRequest, bank_id: str) -> Location:
+    """The bank's directory in the root the form names; a root that is not configured is refused."""
+    chosen = request.POST.get("root", "")
+    for root in portability_roots():
+        if chosen in (str(root), ""):
+            return Location(root, bank_parts(bank_id))
+    raise MemoryHubError("Choose one of the configured roots.")
 
 
 @login_required
 def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     roots = portability_roots()
-    context = {"bank": bank, "roots": [{"path": str(r), "files": _files(r)} for r in roots], "tab": "transfer",
+    legacy = every_bank_admin(operator(request))
+    listed = [{"path": str(r), "bank_dir": shown_bank_dir(bank.bank_id),
+               "files": _files(Location(r, bank_parts(bank.bank_id))),
+               "legacy": _legacy_files(Location(r)) if legacy else []} for r in roots]
+    context = {"bank": bank, "roots": listed, "tab": "transfer",
                "jobs": Job.objects.filter(bank=bank, kind__in=KINDS).order_by(
                    "-created_at")[:20], "formats": sorted(READERS),
                "max_upload_mb": settings.MEMORYHUB_MAX_UPLOAD_BYTES // (1024 * 1024),
@@ -75,18 +87,17 @@ def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
             raise MemoryHubError("Choose a file to upload.")
         if (upload.size or 0) > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
             raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
-        root = contained_path(request.POST.get("root", ""))
-        dest = contained_path(root / sanitize_upload_name(upload.name or ""))
-        if dest.exists():
-            raise MemoryHubError(f"{dest.name} already exists in {root}; rename the file first.")
-        # Same mode as exports: an archive holds a bank's memories, so only the server's user reads it.
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
+        dest = _root_for(request, bank.bank_id) / sanitize_upload_name(upload.name or "")
+        # Same mode as exports (0600): an archive holds a bank's memories, so only the server's user reads
+        # it. Written under a temporary name and linked into place only if the name is still free.
+        with atomic_write(dest, "wb", replace=False) as out:
             for chunk in upload.chunks():
                 out.write(chunk)
-        messages.success(request, f"Uploaded {dest.name} to {root}.")
+        messages.success(request, f"Uploaded {dest.name} to {dest.parent.shown}/.")
     except (MemoryHubError, PathNotAllowed) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
+    except OSError as exc:
+        messages.error(request, f"The upload could not be written: {exc.strerror or exc.__class__.__name__}.")
     return redirect("portability:transfer", bank_id=bank.bank_id)
 
 
@@ -98,10 +109,10 @@ def start(request: HttpRequest, bank_id: str) -> HttpResponse:
     kind = request.POST.get("kind", "")
     try:
         if kind in {"preview", "import"}:
-            source = contained_path(request.POST.get("path", ""))
+            source = bank_location(operator(request), bank.bank_id, request.POST.get("path", ""), write=False)
             if not source.exists():
-                raise MemoryHubError(f"No archive at {source}.")
-            params = {"path": str(source), "format": request.POST.get("format") or None,
+                raise MemoryHubError(f"No archive at {source.shown}.")
+            params = {"path": str(source.path), "format": request.POST.get("format") or None,
                       "on_conflict": request.POST.get("on_conflict", "skip"), "dry_run": kind == "preview",
                       "strict": request.POST.get("strict") == "on"}
             job = job_start_async(kind="import", bank=bank, actor=actor(request), params=params)
@@ -110,9 +121,9 @@ def start(request: HttpRequest, bank_id: str) -> HttpResponse:
             if fmt not in EXPORT_SUFFIXES:
                 raise MemoryHubError(f"Unknown export format {fmt!r}.")
             name = sanitize_upload_name(request.POST.get("name") or f"{bank.bank_id}{EXPORT_SUFFIXES[fmt]}")
-            dest = contained_path(contained_path(request.POST.get("root", "")) / name)
+            dest = _root_for(request, bank.bank_id) / name
             job = job_start_async(kind="export", bank=bank, actor=actor(request), params={
-                "path": str(dest), "format": fmt, "include_embeddings": request.POST.get("include_embeddings") == "on"})
+                "path": str(dest.path), "format": fmt, "include_embeddings": request.POST.get("include_embeddings") == "on"})
         elif kind == "reembed":
             job = job_start_async(kind="reembed", bank=bank, actor=actor(request), params={})
         elif kind == "reextract_entities":

@@ -17,7 +17,8 @@ from memoryhub.errors import BankNotFound, NotFound, Unprocessable
 from portability.formats.ama import AmaCountMismatch
 from portability.formats.registry import max_decompressed_bytes, open_archive
 from portability.jobs import entities_reextract_start, job_resume, job_start_async
-from portability.roots import contained_path
+from portability.paths import Location, PathNotAllowed
+from portability.roots import bank_location, refused
 from portability.services import archive_export, archive_import
 from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
 from portability.services.exporter import archive_export_as
@@ -65,37 +66,51 @@ def job_body(job: Job) -> dict:
             "cancel_requested": job.cancel_requested}
 
 
+def _failed(exc: Exception, where: Location) -> Unprocessable:
+    """A failed write as a 422 naming the path relative to its root: an OSError's own text would name
+    the server's absolute path."""
+    if isinstance(exc, PathNotAllowed):
+        return refused(exc)
+    if isinstance(exc, OSError):
+        return Unprocessable(f"export to {where.shown} failed: {exc.strerror or exc.__class__.__name__}")
+    return Unprocessable(f"export failed: {exc}")
+
+
 class ExportApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, ExportRequest)
         bank = self.bank(request, body.bank_id, "admin")
-        dest = contained_path(body.path)
+        dest = bank_location(self.principal(request), bank.bank_id, body.path, write=True)
         if body.full and body.format != "ama":
             raise Unprocessable("a whole-bank archive is its own format; leave format out with full")
-        if dest.is_dir() and body.format != "markdown":
-            raise Unprocessable(f"{dest} is a directory; give a file name inside it")
+        try:
+            is_dir = dest.is_dir()
+        except PathNotAllowed as exc:
+            raise refused(exc) from None
+        if is_dir and body.format != "markdown":
+            raise Unprocessable(f"{dest.shown} is a directory; give a file name inside it")
         if body.full:
             try:
                 counts = bank_archive_export(bank=bank, dest=dest, actor=self.actor(request))
-            except OSError as exc:
-                raise Unprocessable(f"export failed: {exc}") from None
-            return ok({"bank_id": bank.bank_id, "path": str(dest), "exported_count": counts["memory"],
+            except (OSError, PathNotAllowed) as exc:
+                raise _failed(exc, dest) from None
+            return ok({"bank_id": bank.bank_id, "path": str(dest.path), "exported_count": counts["memory"],
                        "full": True, "counts": counts})
         if body.format != "ama":
             if body.run_async and not bank.is_never_written:
                 job = job_start_async(kind="export", bank=bank, actor=self.actor(request),
-                                      params={"path": str(dest), "format": body.format})
+                                      params={"path": str(dest.path), "format": body.format})
                 return ok(job_body(job), status=202)
             try:
                 other = archive_export_as(bank=bank, dest=dest, fmt=body.format, actor=self.actor(request))
             except (OSError, ValueError) as exc:
-                raise Unprocessable(f"export failed: {exc}") from None
+                raise _failed(exc, dest) from None
             return ok({"bank_id": other.bank_id, "path": other.path, "exported_count": other.exported_count,
                        "format": body.format})
         # A bank that was never written exports at once (a header and no lines), even when asked async.
         if body.run_async and not bank.is_never_written:
             job = job_start_async(kind="export", bank=bank, actor=self.actor(request), params={
-                "path": str(dest), "include_embeddings": body.include_embeddings,
+                "path": str(dest.path), "include_embeddings": body.include_embeddings,
                 "include_entities": body.include_entities, "include_observations": body.include_observations})
             return ok(job_body(job), status=202)
         try:
@@ -103,8 +118,8 @@ class ExportApi(BankApiView):
                                     include_embeddings=body.include_embeddings,
                                     include_entities=body.include_entities,
                                     include_observations=body.include_observations)
-        except (OSError, AmaCountMismatch) as exc:
-            raise Unprocessable(f"export failed: {exc}") from None
+        except (OSError, AmaCountMismatch, PathNotAllowed) as exc:
+            raise _failed(exc, dest) from None
         return ok({"bank_id": report.bank_id, "path": report.path, "exported_count": report.exported_count,
                    "memories": report.memories, "observations": report.observations})
 
@@ -113,10 +128,14 @@ class ImportApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, ImportRequest)
         bank = self.bank(request, body.bank_id, "admin")
-        source = contained_path(body.path)
-        if not source.exists():
-            raise Unprocessable(f"no archive at {source}")
-        if body.format in (None, "mhba") and is_bank_archive(source):
+        source = bank_location(self.principal(request), bank.bank_id, body.path, write=False)
+        try:
+            if not source.exists():
+                raise Unprocessable(f"no archive at {source.shown}")
+            whole_bank = body.format in (None, "mhba") and is_bank_archive(source)
+        except PathNotAllowed as exc:
+            raise refused(exc) from None
+        if whole_bank:
             if body.dry_run or body.strict:
                 raise Unprocessable("a whole-bank archive restores all or nothing; dry_run and strict do not apply")
             if bank.is_never_written:
@@ -130,16 +149,19 @@ class ImportApi(BankApiView):
                        "counts": counts})
         try:
             fmt, header, records = open_archive(source, body.format)
+        except PathNotAllowed as exc:
+            raise refused(exc) from None
         except (ValueError, OSError) as exc:
             # ValueError: a header (AmaHeaderError), no known format (UnknownFormat), bytes that are not
             # UTF-8, a JSON document cut short or over its size limit.
-            raise Unprocessable(f"{source.name}: {exc}") from None
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise Unprocessable(f"{source.name}: {reason}") from None
         if bank.is_never_written and not body.dry_run:
             # Astrocyte creates a bank on import, as on retain; a dry run creates nothing.
             bank = self.bank(request, body.bank_id, "admin", create=True)
         if body.run_async:
             job = job_start_async(kind="import", bank=bank, actor=self.actor(request), params={
-                "path": str(source), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
+                "path": str(source.path), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
                 "strict": body.strict})
             return ok(job_body(job), status=202)
         report = archive_import(bank=bank, records=records, actor=self.actor(request), on_conflict=body.on_conflict,

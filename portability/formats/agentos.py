@@ -16,6 +16,7 @@ from typing import Any
 
 from portability.formats.agentos_graph import Graph, read_graph
 from portability.formats.common import bounded_lines, number, parse_time, str_list
+from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 FACT_TYPES = {"episodic": "experience"}  # semantic, procedural, prospective, relational → world
@@ -127,8 +128,9 @@ def _exchanges(conversations: list[dict[str, Any]], messages: list[dict[str, Any
                                position=f"messages/{message.get('id')}")
 
 
-def read_agentos_json(path: Path, *, max_bytes: int = 500 * 1024 * 1024, **_: Any
+def read_agentos_json(path: Path | Location, *, max_bytes: int = 500 * 1024 * 1024, **_: Any
                       ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
     if path.stat().st_size > max_bytes:
         raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit for JSON documents")
     data = json.loads(path.read_text(encoding="utf-8-sig"))
@@ -157,8 +159,10 @@ def read_agentos_json(path: Path, *, max_bytes: int = 500 * 1024 * 1024, **_: An
     return header, records()
 
 
-def read_agentos_ndjson(path: Path, *, max_line_bytes: int = 10 * 1024 * 1024, **_: Any
+def read_agentos_ndjson(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024, **_: Any
                         ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
+
     def records() -> Iterator[MemoryRecord | RecordError]:
         with path.open("rb") as fp:
             for number, raw in bounded_lines(fp, max_line_bytes):
@@ -191,12 +195,19 @@ def _sqlite_graph(connection: sqlite3.Connection) -> Graph:
     return read_graph(nodes, edges, ids)
 
 
-def read_agentos_sqlite(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
-    # Read-only: opening a missing or writable path must never create or change anything.
-    uri = f"file:{path}?mode=ro"
+def read_agentos_sqlite(path: Path | Location, **_: Any
+                        ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
 
     def records() -> Iterator[MemoryRecord | RecordError]:
-        connection = sqlite3.connect(uri, uri=True)
+        # Opened by descriptor like every archive, and handed to SQLite as that descriptor, read-only and
+        # immutable: nothing is created or changed, and no journal is looked for beside it by name.
+        held = path.open("rb")
+        try:
+            connection = sqlite3.connect(f"file:/proc/self/fd/{held.fileno()}?mode=ro&immutable=1", uri=True)
+        except BaseException:
+            held.close()
+            raise
         connection.row_factory = sqlite3.Row
         try:
             graph = _sqlite_graph(connection)
@@ -211,5 +222,6 @@ def read_agentos_sqlite(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[M
             yield RecordError("memory_traces", f"not an AgentOS brain: {exc}")
         finally:
             connection.close()
+            held.close()
 
     return ArchiveHeader(format="sqlite", provider="agentos"), records()

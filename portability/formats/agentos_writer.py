@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable
@@ -24,6 +23,8 @@ from typing import IO, Any
 
 from portability.formats.ama import atomic_write
 from portability.formats.common import iso
+from portability.paths import Location, as_location
+from portability.paths.fs import spool_beside
 from portability.records import ArchiveHeader, MemoryRecord
 
 OURS = "memoryhub"
@@ -102,11 +103,12 @@ class _Graph:
                        link.confidence, link.metadata, when)
 
 
-def write_agentos_json(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
+def write_agentos_json(path: Path | Location, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
     brain = header.bank_id or "memoryhub"
     now = int(time.time() * 1000)
     count = 0
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool, atomic_write(path) as out:
+    where = as_location(path)
+    with spool_beside(where) as spool, atomic_write(where) as out:
         graph = _Graph(brain, spool)
         # One row a line (AgentOS pretty-prints; this stays greppable and streamable).
         out.write('{\n"meta": ' + _dumps({"schema_version": "2", "exported_at": str(now), "exported_by": "memoryhub"})

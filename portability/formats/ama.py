@@ -21,18 +21,16 @@ would need fixed-width padding and a second pass over a possibly huge file.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from portability.paths import Location, as_location
+from portability.paths import atomic_write as safe_atomic_write
 from portability.records import (
     ArchiveHeader,
     EntityRecord,
@@ -383,57 +381,9 @@ def write_ama(fp: IO[str], *, header: ArchiveHeader, records: Iterable[MemoryRec
     return written
 
 
-@contextmanager
-def atomic_write(dest: Path, mode: str = "w") -> Iterator[IO[Any]]:
+def atomic_write(dest: Path | Location, mode: str = "w") -> AbstractContextManager[IO[Any]]:
     """Write ``dest`` through a temporary file in the same directory: flush, fsync, rename over
-    ``dest``, fsync the directory. The final name only ever holds a complete file; on any
-    exception the temporary file is removed and ``dest`` is left as it was. Mode 0600."""
-    if mode not in ("w", "wb"):
-        raise ValueError("atomic_write mode must be 'w' or 'wb'")
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name[:40]}.", suffix=".tmp", dir=dest.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as raw:
-            fd = -1
-            with _maybe_gzip(raw, dest.name.lower().endswith(".gz")) as binary:
-                if mode == "w":
-                    text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
-                    yield text
-                    text.flush()
-                    text.detach()
-                else:
-                    yield binary
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, dest)
-        _fsync_directory(dest.parent)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-@contextmanager
-def _maybe_gzip(raw: IO[bytes], compress: bool) -> Iterator[IO[bytes]]:
-    """A ``.gz`` target is written gzip-compressed (no name or time in the gzip header: same bank, same bytes)."""
-    if not compress:
-        yield raw
-        return
-    with gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as compressed:
-        yield compressed  # type: ignore[misc]
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Makes the rename itself durable; some platforms cannot open a directory, which is fine there.
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    ``dest``, fsync the directory, all by descriptor (``portability.paths.fs.atomic_write``). The final
+    name only ever holds a complete file; on any exception the temporary file is removed and ``dest``
+    is left as it was. Mode 0600; a ``.gz`` name is written compressed."""
+    return safe_atomic_write(as_location(dest), mode)

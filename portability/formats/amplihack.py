@@ -11,6 +11,7 @@ from typing import Any
 
 from portability.formats.ama import atomic_write
 from portability.formats.common import number, parse_time, str_list
+from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 MAX_BYTES = 500 * 1024 * 1024
@@ -19,9 +20,10 @@ WRAPPED = "memoryhub"
 EDGE_KINDS = ("similar_to", "derives_from", "supersedes", "transitioned_to")
 
 
-def read_amplihack(path: Path, *, max_bytes: int = MAX_BYTES, **_: Any
+def read_amplihack(path: Path | Location, *, max_bytes: int = MAX_BYTES, **_: Any
                    ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     # The size is checked on the open file, before anything is parsed.
+    path = as_location(path)
     with path.open("rb") as fp:
         import os
 
@@ -132,7 +134,7 @@ def _edge(record: MemoryRecord, link: LinkRecord) -> dict[str, Any]:
     return {"source_id": record.memory_id, "target_id": link.target_id, **fields}
 
 
-def write_amplihack(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
+def write_amplihack(path: Path | Location, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
     semantic, episodic = [], []
     edges: dict[str, list[dict[str, Any]]] = {k: [] for k in EDGE_KINDS}
     for record in records:

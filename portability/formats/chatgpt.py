@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from portability.formats.common import parse_time
+from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, MemoryRecord, RecordError
 
 
@@ -88,8 +89,9 @@ def conversation_records(conversation: dict[str, Any], index: int) -> Iterator[M
         yield record
 
 
-def read_chatgpt(path: Path, *, max_bytes: int = 200 * 1024 * 1024, **_: Any
+def read_chatgpt(path: Path | Location, *, max_bytes: int = 200 * 1024 * 1024, **_: Any
                  ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
     if path.stat().st_size > max_bytes:
         raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit")
     data = json.loads(path.read_text(encoding="utf-8-sig"))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
+
+from portability.paths import Location, as_location
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -19,18 +21,20 @@ class ArchiveTooLarge(ValueError):
     pass
 
 
-def is_gzip(path: Path) -> bool:
-    if path.is_dir():
+def is_gzip(path: Path | Location) -> bool:
+    where = as_location(path)
+    if where.is_dir():
         return False
-    with path.open("rb") as fp:
+    with where.open("rb") as fp:
         return fp.read(2) == GZIP_MAGIC
 
 
 class _Capped(io.RawIOBase):
     """A readable stream that refuses to yield more than ``cap`` bytes of its source."""
 
-    def __init__(self, source: IO[bytes], cap: int, name: str) -> None:
-        self.source, self.cap, self.name, self.seen = source, cap, name, 0
+    def __init__(self, source: IO[bytes], cap: int, name: str, under: IO[bytes] | None = None) -> None:
+        # ``under``: the file a GzipFile reads from, which closing the GzipFile leaves open.
+        self.source, self.cap, self.name, self.seen, self.under = source, cap, name, 0, under
 
     def readable(self) -> bool:
         return True
@@ -48,15 +52,21 @@ class _Capped(io.RawIOBase):
 
     def close(self) -> None:
         self.source.close()
+        if self.under is not None:
+            self.under.close()
         super().close()
 
 
-def open_archive_bytes(path: Path, cap: int) -> IO[bytes]:
-    """The archive's bytes: decompressed (and capped at ``cap``) when it is gzip, as stored otherwise."""
-    if is_gzip(path):
-        try:
-            source = cast(IO[bytes], gzip.open(path, "rb"))  # a GzipFile is a binary stream
-            return io.BufferedReader(_Capped(source, cap, path.name), buffer_size=1 << 16)
-        except OSError as exc:
-            raise ValueError(f"{path.name} is not a readable gzip file: {exc}") from None
-    return path.open("rb")
+def open_archive_bytes(path: Path | Location, cap: int) -> IO[bytes]:
+    """The archive's bytes: decompressed (and capped at ``cap``) when it is gzip, as stored otherwise.
+    Opened once, by descriptor: the magic bytes and the content come from the same file."""
+    where = as_location(path)
+    raw = where.open("rb")
+    if raw.read(2) != GZIP_MAGIC:
+        raw.seek(0)
+        return raw
+    raw.seek(0)
+    source = gzip.GzipFile(fileobj=raw, mode="rb")  # a GzipFile is a binary stream
+    return io.BufferedReader(_Capped(source, cap, where.name, under=raw),  # type: ignore[arg-type]
+                             buffer_size=1 << 16)
+

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from portability.formats.common import iso, parse_time, str_list
+from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type",
@@ -63,7 +64,8 @@ def _graph(cells: dict[str, str]) -> tuple[list[EntityRecord], list[LinkRecord]]
     return entities, links
 
 
-def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
     with path.open(newline="", encoding="utf-8-sig") as fp:
         header_row = next(csv.reader(fp), None)
     columns = [c.strip().lower() for c in header_row or []]
@@ -131,7 +133,7 @@ def read_csv(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord
     return ArchiveHeader(format="csv"), records()
 
 
-def write_csv(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
+def write_csv(path: Path | Location, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
     from portability.formats.ama import atomic_write
 
     count = 0

@@ -8,7 +8,6 @@ source, layer, metadata, entities, links), so a bank comes back from its Markdow
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime
@@ -20,6 +19,7 @@ import yaml
 from banks.content import content_hash
 from portability.formats.common import iso, number, parse_time
 from portability.formats.wikilinks import VaultIndex, VaultNote, parse_wikilinks
+from portability.paths import DirectoryWriter, Location, as_location, directory_export, walk_files
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 TYPE_TO_FACT = {"episodic": "experience"}
@@ -56,13 +56,12 @@ def _time(value: Any) -> datetime | None:
     return parse_time(value)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for current, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(current) / d).is_symlink())
-        for name in sorted(files):
-            path = Path(current) / name
-            if name.endswith(".md") and not name.startswith(".") and not path.is_symlink():
-                yield path
+def _walk(root: Location) -> Iterator[Location]:
+    return walk_files(root, ".md")
+
+
+def _position(path: Location, root: Location) -> str:
+    return "/".join(path.parts[len(root.parts):])
 
 
 def _strings(value: Any) -> list[str]:
@@ -83,7 +82,7 @@ def _memory_id(meta: dict[str, Any], position: str, obsidian: bool) -> str | Non
     return _note_id(meta) or (f"note:{position.removesuffix('.md')}" if obsidian else None)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], str]:
+def _read(path: Location) -> tuple[dict[str, Any], str]:
     meta, body = front_matter(path.read_text(encoding="utf-8-sig"))
     return meta, body.strip()
 
@@ -151,8 +150,8 @@ def _wikilinks(body: str, position: str, index: VaultIndex, own_id: str | None,
     return list(links.values())
 
 
-def _note(path: Path, root: Path, index: VaultIndex | None) -> MemoryRecord | RecordError:
-    position = path.relative_to(root).as_posix()
+def _note(path: Location, root: Location, index: VaultIndex | None) -> MemoryRecord | RecordError:
+    position = _position(path, root)
     obsidian = index is not None
     try:
         meta, body = _read(path)
@@ -184,8 +183,8 @@ def _note(path: Path, root: Path, index: VaultIndex | None) -> MemoryRecord | Re
     return record
 
 
-def _vault_note(path: Path, root: Path) -> VaultNote | None:
-    position = path.relative_to(root).as_posix()
+def _vault_note(path: Location, root: Location) -> VaultNote | None:
+    position = _position(path, root)
     try:
         meta, body = _read(path)
     except (ValueError, UnicodeDecodeError):
@@ -197,22 +196,22 @@ def _vault_note(path: Path, root: Path) -> VaultNote | None:
                      body=content_hash(body))
 
 
-def _obsidian_records(root: Path) -> Iterator[MemoryRecord | RecordError]:
+def _obsidian_records(root: Location) -> Iterator[MemoryRecord | RecordError]:
     """Two passes: the first learns every note's path, aliases, id and body; the second reads the notes,
     resolving links against all of them. A note given up for an identical one comes last, so the kept
     note is stored first and the other is reported as its duplicate."""
     paths = list(_walk(root))
     index = VaultIndex.build(n for n in (_vault_note(p, root) for p in paths) if n is not None)
-    given_up = [p for p in paths if p.relative_to(root).as_posix() in index.given_up]
+    given_up = [p for p in paths if _position(p, root) in index.given_up]
     for path in [p for p in paths if p not in given_up] + given_up:
         yield _note(path, root, index)
 
 
 def _reader(obsidian: bool):  # noqa: ANN202
-    def read(path: Path, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
-        if not path.is_dir():
-            raise ValueError(f"{path} is not a directory")
-        root = path.resolve()
+    def read(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+        root = as_location(path)
+        if not root.is_dir():
+            raise ValueError(f"{root.shown} is not a directory")
 
         def records() -> Iterator[MemoryRecord | RecordError]:
             if obsidian:
@@ -254,28 +253,32 @@ def _front(record: MemoryRecord, kind: str, scope: str) -> dict[str, Any]:
             | ({"text": record.text} if record.text != record.text.strip() else {})}
 
 
-def write_markdown(path: Path, header: ArchiveHeader, records: Iterable[MemoryRecord]) -> int:
-    """``{scope}/{type}/{id}.md``; every segment slugged and the result checked to stay inside."""
-    root = path.resolve()
-    root.mkdir(parents=True, exist_ok=True)
+def write_markdown(path: Path | Location | DirectoryWriter, header: ArchiveHeader,
+                   records: Iterable[MemoryRecord]) -> int:
+    """``{scope}/{type}/{id}.md``, every segment slugged. Into a directory export being built, or (a path)
+    into a new one that replaces only an earlier export of the same name."""
+    if isinstance(path, DirectoryWriter):
+        return _write_notes(path, records)
+    with directory_export(as_location(path)) as writer:
+        return _write_notes(writer, records)
+
+
+def _write_notes(writer: DirectoryWriter, records: Iterable[MemoryRecord]) -> int:
     count = 0
-    used: set[Path] = set()
+    used: set[tuple[str, ...]] = set()
     for record in records:
         agentos = (record.metadata or {}).get("agentos") or {}
         kind = agentos.get("type") or ("episodic" if record.fact_type == "experience" else "semantic")
         scope = agentos.get("scope") or "user"
-        target = (root / safe_segment(str(scope), "user") / safe_segment(str(kind), "semantic")
-                  / f"{safe_segment(record.memory_id or '', f'memory-{count}')}.md").resolve()
-        if not target.is_relative_to(root):
-            raise ValueError(f"refusing to write outside {root}: {target}")
+        folder = (safe_segment(str(scope), "user"), safe_segment(str(kind), "semantic"))
+        stem = safe_segment(record.memory_id or "", f"memory-{count}")
         # Two ids that slug alike ("a/b", "a_b") must not overwrite each other; the id itself is in the file.
-        stem, n = target.with_suffix(""), 1
+        target, n = (*folder, f"{stem}.md"), 1
         while target in used:
             n += 1
-            target = stem.with_name(f"{stem.name}-{n}.md")
+            target = (*folder, f"{stem}-{n}.md")
         used.add(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
         meta = yaml.safe_dump(_front(record, str(kind), str(scope)), allow_unicode=True, sort_keys=False)
-        target.write_text(f"---\n{meta}---\n{record.text}\n", encoding="utf-8")
+        writer.write_text(target, f"---\n{meta}---\n{record.text}\n")
         count += 1
     return count

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from portability.formats import ama
 from portability.formats.compression import is_gzip, open_archive_bytes
+from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, MemoryRecord, RecordError
 
 Reader = Callable[..., tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]]
@@ -26,8 +27,9 @@ def max_decompressed_bytes() -> int:
     return int(getattr(settings, "MEMORYHUB_MAX_DECOMPRESSED_BYTES", 8 * 1024**3))
 
 
-def _read_ama(path: Path, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, **_: Any
+def _read_ama(path: Path | Location, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, **_: Any
               ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    path = as_location(path)
     with open_archive_bytes(path, max_decompressed_bytes()) as fp:
         header, _records = ama.read_ama(fp, max_line_bytes=max_line_bytes)
 
@@ -40,7 +42,7 @@ def _read_ama(path: Path, *, max_line_bytes: int = ama.DEFAULT_MAX_LINE_BYTES, *
 
 
 def _lazy(module: str, name: str) -> Reader:
-    def read(path: Path, **options: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+    def read(path: Path | Location, **options: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
         import importlib
 
         return getattr(importlib.import_module(f"portability.formats.{module}"), name)(path, **options)
@@ -65,8 +67,9 @@ def register_reader(name: str, reader: Reader) -> None:
     READERS[name] = reader
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path | Location) -> str:
     """Decide from the name and a bounded look at the start of the file or directory."""
+    path = as_location(path)
     if path.is_dir():
         if (path / ".obsidian").is_dir():
             return "obsidian"
@@ -120,9 +123,10 @@ def detect_format(path: Path) -> str:
         f"name); name it explicitly (one of: {', '.join(sorted(READERS))})")
 
 
-def open_archive(path: Path, fmt: str | None = None, **options: Any
+def open_archive(path: Path | Location, fmt: str | None = None, **options: Any
                  ) -> tuple[str, ArchiveHeader, Callable[[], Iterator[MemoryRecord | RecordError]]]:
     """(format, header, a callable giving a fresh iterator of records)."""
+    path = as_location(path)
     # The configured caps, checked before parsing: one line of a line-based archive, one whole JSON
     # document (amplihack, AgentOS JSON, ChatGPT's conversations.json).
     options.setdefault("max_line_bytes", int(settings.MEMORYHUB_MAX_ARCHIVE_LINE_BYTES))

@@ -45,6 +45,7 @@ from banks.services.memory_rows import rows_merged_into_set
 from memoryhub.errors import Conflict, Unprocessable
 from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
 from portability.formats.compression import open_archive_bytes
+from portability.paths import Location, as_location
 
 MHBA_VERSION = 1
 BATCH = 1000
@@ -134,18 +135,19 @@ def bank_archive_stream(*, bank: Bank, actor: str) -> Iterator[str]:
     return bank_archive_lines(bank)
 
 
-def bank_archive_export(*, bank: Bank, dest: Path, actor: str) -> dict[str, int]:
+def bank_archive_export(*, bank: Bank, dest: Path | Location, actor: str) -> dict[str, int]:
     """Write the whole bank to ``dest`` atomically (0600); ``.gz`` compresses. Returns rows per table."""
     counts: dict[str, int] = {}
     with atomic_write(dest) as out:
         for line in bank_archive_lines(bank, counts):
             out.write(line)
     audit_record(actor=actor, action="bank.export", bank=bank, details={"format": "mhba", "counts": counts,
-                                                                         "path": str(dest)})
+                                                                         "path": str(as_location(dest).path)})
     return counts
 
 
-def is_bank_archive(path: Path) -> bool:
+def is_bank_archive(path: Path | Location) -> bool:
+    path = as_location(path)
     if path.is_dir():
         return False
     try:
@@ -156,7 +158,7 @@ def is_bank_archive(path: Path) -> bool:
     return isinstance(first, dict) and "mhba_version" in first
 
 
-def _lines(path: Path, cap: int) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines(path: Path | Location, cap: int) -> Iterator[tuple[int, dict[str, Any]]]:
     with open_archive_bytes(path, cap) as fp:
         for number, raw in enumerate(fp, start=1):
             try:
@@ -240,7 +242,7 @@ def _insert_raw(model: type[models.Model], objects: list[models.Model]) -> None:
             obj.pk = row[0]
 
 
-def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -> dict[str, int]:
+def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_bytes: int) -> dict[str, int]:
     """Restore a whole-bank archive into ``bank``, which must hold nothing yet (a restore is exact or refused)."""
     if Memory.objects.filter(bank=bank).exists() or MentalModel.objects.filter(bank=bank).exists():
         raise Conflict(f"bank {bank.bank_id} is not empty; a whole-bank archive restores into an empty bank")
@@ -248,7 +250,7 @@ def bank_archive_import(*, bank: Bank, path: Path, actor: str, max_bytes: int) -
     merged: list[tuple[str, str]] = []
     with transaction.atomic():
         audit_record(actor=actor, action="bank.import.start", bank=bank, details={"format": "mhba",
-                                                                                  "path": str(path)})
+                                                                                  "path": str(as_location(path).path)})
         order = [kind for kind, _, _ in TABLES]
         current = 0
         for number, data in _lines(path, max_bytes):

@@ -8,9 +8,6 @@ Files are written atomically (temporary file beside the target, fsync, rename).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +28,7 @@ from portability.formats.ama import (
     header_line,
     record_to_line,
 )
+from portability.paths import DirectoryWriter, Location, as_location, directory_export
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord
 from portability.services.export_lines import memory_lines
 
@@ -144,7 +142,7 @@ class _snapshot:  # noqa: N801  (used like transaction.atomic)
 
 
 def archive_export(
-    *, bank: Bank, dest: Path, actor: str, include_embeddings: bool = False, include_entities: bool = True,
+    *, bank: Bank, dest: Path | Location, actor: str, include_embeddings: bool = False, include_entities: bool = True,
     include_observations: bool = True, include_archived: bool = False, provider: str = "memoryhub",
     progress: Callable[[int, int], None] | None = None,
 ) -> ExportReport:
@@ -173,8 +171,8 @@ def archive_export(
     if progress:
         progress(written, total)
     audit_record(actor=actor, action="bank.export", bank=bank, details={
-        "path": str(dest), "exported_count": written, "include_embeddings": include_embeddings})
-    return ExportReport(bank_id=bank.bank_id, path=str(dest), exported_count=written, memories=memories,
+        "path": _text(dest), "exported_count": written, "include_embeddings": include_embeddings})
+    return ExportReport(bank_id=bank.bank_id, path=_text(dest), exported_count=written, memories=memories,
                         observations=observations)
 
 
@@ -194,33 +192,23 @@ def archive_stream(*, bank: Bank, actor: str, include_embeddings: bool = False, 
 WRITERS = ("ama", "csv", "markdown", "amplihack", "agentos_json")
 
 
+def _text(dest: Path | Location) -> str:
+    return str(as_location(dest).path)
+
+
 @contextmanager
-def _target(dest: Path, *, directory: bool) -> Iterator[Path]:
-    """A directory export is written into ``.<name>.<random>.partial`` beside ``dest`` and renamed into place
-    when complete, so a killed export never leaves a half-written directory under the final name (the periodic
-    job check removes stale ``.partial`` directories)."""
+def _target(dest: Path | Location, *, directory: bool) -> Iterator[Path | Location | DirectoryWriter]:
+    """A directory export is built beside ``dest`` and renamed into place when complete (a killed export
+    never leaves a half-written directory under the final name; the periodic job check removes stale
+    ``.partial`` directories); it replaces only an earlier export, never a root or a bank's directory."""
     if not directory:
         yield dest
         return
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", suffix=".partial", dir=dest.parent))
-    try:
-        yield partial
-        old = None
-        if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", suffix=".partial", dir=dest.parent))
-            os.rmdir(old)
-            os.rename(dest, old)
-        os.rename(partial, dest)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+    with directory_export(as_location(dest)) as writer:
+        yield writer
 
 
-def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_embeddings: bool = False
+def archive_export_as(*, bank: Bank, dest: Path | Location, fmt: str, actor: str, include_embeddings: bool = False
                       ) -> ExportReport:
     """Export in another format than AMA (CSV, a Markdown directory, amplihack JSON, AgentOS JSON)."""
     if fmt == "ama":
@@ -230,7 +218,7 @@ def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_e
     from portability.formats.csv_format import write_csv
     from portability.formats.markdown import write_markdown
 
-    writers = {"csv": write_csv, "markdown": write_markdown, "amplihack": write_amplihack,
+    writers: dict[str, Callable[..., int]] = {"csv": write_csv, "markdown": write_markdown, "amplihack": write_amplihack,
                "agentos_json": write_agentos_json}
     if fmt not in writers:
         raise ValueError(f"cannot export as {fmt!r}; use one of: {', '.join(WRITERS)}")
@@ -238,6 +226,6 @@ def archive_export_as(*, bank: Bank, dest: Path, fmt: str, actor: str, include_e
     with _snapshot(), _target(dest, directory=fmt == "markdown") as target:
         count = writers[fmt](target, header, _records(bank, include_embeddings=False, include_entities=True,
                                                     include_observations=fmt == "csv", include_archived=False))
-    audit_record(actor=actor, action="bank.export", bank=bank, details={"path": str(dest), "format": fmt,
+    audit_record(actor=actor, action="bank.export", bank=bank, details={"path": _text(dest), "format": fmt,
                                                                        "exported_count": count})
-    return ExportReport(bank_id=bank.bank_id, path=str(dest), exported_count=count, memories=count, observations=0)
+    return ExportReport(bank_id=bank.bank_id, path=_text(dest), exported_count=count, memories=count, observations=0)

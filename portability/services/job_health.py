@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +24,7 @@ from django.utils import timezone
 from banks.models import Job, JobState
 from banks.services.jobs import STALE_AFTER, job_is_stale
 from memoryhub.errors import Conflict
+from portability.paths import Location, remove_stale_temporaries
 from portability.roots import portability_roots
 
 RESUMABLE = ("import", "reextract_entities", "reembed")
@@ -57,24 +57,9 @@ def jobs_mark_dead(now: Any = None) -> dict[str, int]:
 def export_temp_files_remove(roots: list[Path] | None = None) -> int:
     """Remove temporary export files and directories older than the grace period; return how many."""
     cutoff = time.time() - _temp_grace_seconds()
-    removed = 0
-    for root in roots if roots is not None else portability_roots():
-        if not root.is_dir():
-            continue
-        for path in root.rglob(".*"):
-            if not (path.name.endswith(".tmp") or path.name.endswith(".partial")):
-                continue
-            try:
-                if path.lstat().st_mtime > cutoff:
-                    continue
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-                removed += 1
-            except FileNotFoundError:
-                continue
-    return removed
+    # Walked by descriptor without following symlinks: a folder swapped for a link is never entered.
+    return sum(remove_stale_temporaries(Location(root), cutoff)
+               for root in (roots if roots is not None else portability_roots()))
 
 
 def jobs_sweep() -> dict[str, int]:

@@ -509,7 +509,7 @@ def test_atomic_write_keeps_the_previous_file_on_failure(tmp_path: Path) -> None
 
 
 def test_atomic_write_cleans_up_when_the_rename_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **_: object) -> None:
         raise OSError("disk went away")
 
     monkeypatch.setattr(os, "replace", broken_replace)

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from banks.models import Job, Memory
 from banks.services.memories import memory_retain
 from portability.services.importer import DEFAULT_BATCH
-from tests.portability.fixtures import FIXTURES
+from tests.portability.fixtures import FIXTURES, bank_folder
 from tests.worker import start_worker, wait_for
 
 B = {"bank_id": "user-alice"}
@@ -96,15 +96,24 @@ def test_export_then_import_over_http(api, roots, make_bank, api_for):
     exported = api.post("/v1/export", {**B, "path": str(roots / "alice.ama.jsonl")})
     assert exported.status_code == 200
     assert exported.json()["exported_count"] == 1 and exported.json()["bank_id"] == "user-alice"
+    # Written in the bank's own folder, and read back by the same path (each bank sees the root as its own).
+    written = bank_folder(roots, "user-alice") / "alice.ama.jsonl"
+    assert exported.json()["path"] == str(written) and written.is_file()
+    assert not (roots / "alice.ama.jsonl").exists()
+    assert api.post("/v1/import", {**B, "path": str(roots / "alice.ama.jsonl"), "dry_run": True}).status_code == 200
     make_bank("copy")
-    admin = api_for({"copy": ["admin"]})
-    imported = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl")})
+    # A token with admin on the copy alone reaches no file of user-alice, by any path.
+    stranger = api_for({"copy": ["admin"]})
+    for path in (str(roots / "alice.ama.jsonl"), str(written), "../../_/user-alice/alice.ama.jsonl"):
+        assert stranger.post("/v1/import", {"bank_id": "copy", "path": path}).status_code == 422
+    admin = api_for({"copy": ["admin"], "user-alice": ["admin"]})
+    imported = admin.post("/v1/import", {"bank_id": "copy", "path": str(written)})
     assert imported.status_code == 200
     assert {k: imported.json()[k] for k in ("imported", "skipped", "errors")} == {"imported": 1, "skipped": 0,
                                                                                   "errors": 0}
-    again = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl")}).json()
+    again = admin.post("/v1/import", {"bank_id": "copy", "path": str(written)}).json()
     assert (again["imported"], again["skipped"]) == (0, 1)
-    bad = admin.post("/v1/import", {"bank_id": "copy", "path": str(roots / "alice.ama.jsonl"),
+    bad = admin.post("/v1/import", {"bank_id": "copy", "path": str(written),
                                     "on_conflict": "replace"})
     assert bad.status_code == 400 and "on_conflict" in bad.json()["detail"]
 
@@ -112,7 +121,7 @@ def test_export_then_import_over_http(api, roots, make_bank, api_for):
 @pytest.mark.django_db
 def test_import_errors_are_422_not_500(api, roots):
     assert api.post("/v1/import", {**B, "path": str(roots / "missing.jsonl")}).status_code == 422
-    (roots / "v2.ama.jsonl").write_text('{"_ama_version": 2}\n')
+    (bank_folder(roots, "user-alice") / "v2.ama.jsonl").write_text('{"_ama_version": 2}\n')
     response = api.post("/v1/import", {**B, "path": str(roots / "v2.ama.jsonl")})
     assert response.status_code == 422 and "Unsupported AMA version 2" in response.json()["detail"]
     assert api.post("/v1/export", {**B, "path": str(roots)}).status_code == 422
@@ -120,7 +129,8 @@ def test_import_errors_are_422_not_500(api, roots):
 
 @pytest.mark.django_db
 def test_dry_run_over_http_reports_line_errors(api, roots):
-    (roots / "s.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes() + b"{broken\n")
+    (bank_folder(roots, "user-alice") / "s.ama.jsonl").write_bytes(
+        (FIXTURES / "sample.ama.jsonl").read_bytes() + b"{broken\n")
     body = api.post("/v1/import", {**B, "path": str(roots / "s.ama.jsonl"), "dry_run": True}).json()
     assert body["counts"]["imported"] == 11 and body["counts"]["duplicates"] == 1 and body["counts"]["invalid"] == 1
     assert body["line_errors"][-1]["line"] == 14
@@ -141,7 +151,7 @@ def test_async_import_runs_on_the_worker_with_progress(worker_roots, celery_work
 
     make_bank("user-alice")
     client = ApiClient(make_token())
-    (tmp_path / "s.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
+    (bank_folder(tmp_path, "user-alice") / "s.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
     started = client.post("/v1/import", {**B, "path": str(tmp_path / "s.ama.jsonl"), "async": True})
     assert started.status_code == 202
     job_id = started.json()["job_id"]
@@ -174,7 +184,7 @@ def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_w
     make_bank("user-alice")
     client = ApiClient(make_token())
     total, batch = 3 * DEFAULT_BATCH, DEFAULT_BATCH
-    with (tmp_path / "big.ama.jsonl").open("w") as fp:
+    with (bank_folder(tmp_path, "user-alice") / "big.ama.jsonl").open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "exported_at": "", "provider": "p",
                              "memory_count": total}) + "\n")
         for i in range(total):

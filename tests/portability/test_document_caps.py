@@ -8,6 +8,7 @@ import json
 import pytest
 
 from banks.models import Memory
+from tests.portability.fixtures import bank_folder
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ CUT_SHORT = {
 @pytest.mark.parametrize("name", sorted(CUT_SHORT))
 @pytest.mark.parametrize("run_async", [False, True], ids=["inline", "async"])
 def test_a_json_document_cut_short_is_a_422_naming_the_file(api, root, name, run_async):
-    (root / name).write_text(CUT_SHORT[name])
+    (bank_folder(root, "user-alice") / name).write_text(CUT_SHORT[name])
     response = api.post("/v1/import", {"bank_id": "user-alice", "path": str(root / name), "async": run_async})
     assert response.status_code == 422, response.content
     assert response.json()["detail"].startswith(f"{name}: ")
@@ -47,7 +48,7 @@ def chatgpt_document(turns: int) -> str:
 @pytest.mark.django_db
 def test_a_json_document_over_the_configured_cap_is_refused_before_parsing(api, root, settings):
     document = chatgpt_document(6)
-    (root / "conversations.json").write_text(document)
+    (bank_folder(root, "user-alice") / "conversations.json").write_text(document)
     settings.MEMORYHUB_MAX_JSON_DOCUMENT_BYTES = len(document.encode()) - 1
     response = api.post("/v1/import", {"bank_id": "user-alice", "path": str(root / "conversations.json")})
     assert response.status_code == 422, response.content
@@ -64,7 +65,7 @@ def test_a_json_document_over_the_configured_cap_is_refused_before_parsing(api, 
 def test_an_archive_line_over_the_configured_cap_is_reported_and_the_rest_imported(api, root, settings):
     lines = [{"_ama_version": 1, "bank_id": "x", "exported_at": "", "provider": "p", "memory_count": 3},
              {"id": "a", "text": "A short memory."}, {"id": "b", "text": "L" * 2000}, {"id": "c", "text": "Another."}]
-    (root / "capped.ama.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (bank_folder(root, "user-alice") / "capped.ama.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     settings.MEMORYHUB_MAX_ARCHIVE_LINE_BYTES = 1000
     response = api.post("/v1/import", {"bank_id": "user-alice", "path": str(root / "capped.ama.jsonl")})
     assert response.status_code == 200, response.content

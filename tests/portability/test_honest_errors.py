@@ -16,6 +16,7 @@ from banks.models import Bank, Memory
 from banks.services.memories import memory_retain
 from portability.formats.registry import open_archive
 from portability.services import archive_export, archive_import
+from tests.portability.fixtures import bank_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +78,7 @@ def test_create_bank_with_dry_run_creates_nothing(db, tmp_path):
 
 def test_strict_abort_over_http_is_a_422(api, settings, tmp_path):
     settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
-    (tmp_path / "bad.ama.jsonl").write_text(HEADER + '\n{"id": "a", "text": "ok"}\n{"id": "b"}\n')
+    (bank_folder(tmp_path, "user-alice") / "bad.ama.jsonl").write_text(HEADER + '\n{"id": "a", "text": "ok"}\n{"id": "b"}\n')
     response = api.post("/v1/import", {"bank_id": "user-alice", "path": str(tmp_path / "bad.ama.jsonl"),
                                        "strict": True})
     assert response.status_code == 422 and "strict mode" in response.json()["detail"]
@@ -96,7 +97,7 @@ def test_uploads_are_readable_by_the_server_user_only(admin_client, bank, settin
     settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
     admin_client.post("/banks/user-alice/transfer/upload",
                       {"archive": SimpleUploadedFile("u.ama.jsonl", HEADER.encode() + b"\n"), "root": str(tmp_path)})
-    assert stat.S_IMODE(os.stat(tmp_path / "u.ama.jsonl").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(bank_folder(tmp_path, "user-alice") / "u.ama.jsonl").st_mode) == 0o600
 
 
 def test_a_directory_export_appears_whole_or_not_at_all(bank, tmp_path, monkeypatch):

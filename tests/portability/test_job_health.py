@@ -14,6 +14,7 @@ from banks.models import Job, Memory, MemoryLink
 from banks.services.jobs import job_cancel_request, job_create
 from portability.models import PendingLink
 from portability.services.job_health import export_temp_files_remove, job_resume_params, jobs_mark_dead
+from tests.portability.fixtures import bank_folder
 from tests.worker import start_worker, wait_for
 
 B = {"bank_id": "user-alice"}
@@ -92,7 +93,7 @@ def test_a_killed_import_is_failed_by_the_check_and_resumed_with_every_link(root
     make_bank("user-alice")
     client = ApiClient(make_token())
     total = 1200
-    with (tmp_path / "linked.ama.jsonl").open("w") as fp:
+    with (bank_folder(tmp_path, "user-alice") / "linked.ama.jsonl").open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "provider": "p", "memory_count": total}) + "\n")
         for i in range(total):
             links = [{"target_id": f"m{i + 1}", "link_type": "next"}] if i + 1 < total else []

@@ -70,13 +70,14 @@ def test_inside_the_root_and_the_root_itself(root: Path) -> None:
 )
 def test_escapes_are_refused(root: Path, attack: str) -> None:
     error = refused(attack.format(root=root), root, "escapes_roots")
-    assert str(error).startswith("Portability path escapes allowed roots: ")
-    assert str(error).endswith(f" not in {[str(root)]!r}")
+    assert str(error) == f"Portability path escapes allowed roots: {attack.format(root=root)!r}"
 
 
-def test_the_escape_message_names_the_resolved_path(root: Path, tmp_path: Path) -> None:
-    error = refused(f"{root}/../outside.txt", root, "escapes_roots")
-    assert str(error) == f"Portability path escapes allowed roots: {tmp_path / 'outside.txt'} not in ['{root}']"
+def test_the_escape_message_names_neither_the_resolved_path_nor_the_roots(root: Path, tmp_path: Path) -> None:
+    (root / "link").symlink_to(tmp_path / "exports-evil")
+    error = refused(root / "link" / "x", root, "escapes_roots")
+    assert str(error) == f"Portability path escapes allowed roots: {str(root / 'link' / 'x')!r}"
+    assert "exports-evil" not in str(error) and " not in " not in str(error)
 
 
 @pytest.mark.parametrize("name", ["%2e%2e/%2e%2e/etc/passwd", "..%2f..%2fetc", "%252e%252e%252f", "%2E%2E", "..%5c..%5c",
@@ -104,7 +105,7 @@ def test_a_symlink_inside_the_root_pointing_out_is_refused(root: Path, tmp_path:
     (root / "dirlink").symlink_to(tmp_path)
     (root / "dangling.jsonl").symlink_to(tmp_path / "not-yet-there.jsonl")
     error = refused(root / "link.jsonl", root, "escapes_roots")
-    assert str(tmp_path / "outside.txt") in str(error)  # the target is reported, not the link
+    assert "outside.txt" not in str(error)  # the link is reported, never where it leads
     refused(root / "dirlink" / "outside.txt", root, "escapes_roots")
     refused(root / "dirlink" / "exports-evil" / "x", root, "escapes_roots")
     refused(root / "dangling.jsonl", root, "escapes_roots")  # an export would create the file outside

@@ -15,6 +15,7 @@ from portability.records import EntityRecord, LinkRecord, MemoryRecord
 from portability.services import archive_import
 from portability.services.bank_archive import bank_archive_export, bank_archive_import
 from portability.services.exporter import archive_export_as
+from tests.portability.fixtures import bank_folder
 
 ALL = frozenset({"text", "fact_type", "tags", "metadata", "occurred_at", "created_at", "source", "memory_layer",
                  "entities", "links"})
@@ -128,8 +129,9 @@ def test_every_writer_is_reachable_over_http_and_from_the_transfer_page(fmt, nam
     api.post("/v1/retain", {"bank_id": "user-alice", "content": "Alice Smith moved to Porto in May."})
     response = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / name), "format": fmt})
     assert response.status_code == 200, response.content
-    assert response.json()["exported_count"] == 1 and (tmp_path / name).exists()
-    assert open_archive(tmp_path / name)[0] == ("markdown" if fmt == "markdown" else fmt)
+    written = bank_folder(tmp_path, "user-alice") / name
+    assert response.json()["exported_count"] == 1 and written.exists() and not (tmp_path / name).exists()
+    assert open_archive(written)[0] == ("markdown" if fmt == "markdown" else fmt)
     again = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / name), "format": fmt})
     assert again.status_code == 200, again.content  # a second export replaces the first, directory or file
     refused = api.post("/v1/export", {"bank_id": "user-alice", "path": str(tmp_path / "x"), "format": fmt,
@@ -140,8 +142,8 @@ def test_every_writer_is_reachable_over_http_and_from_the_transfer_page(fmt, nam
     assert f'<option value="{fmt}">' in operator.get("/banks/user-alice/transfer/").content.decode()
     operator.post("/banks/user-alice/transfer/start", {"kind": "export", "format": fmt, "root": str(tmp_path)})
     job = Job.objects.get(kind="export")
-    assert job.params["format"] == fmt and job.params["path"].startswith(str(tmp_path / Bank.objects.get(
-        bank_id="user-alice").bank_id))
+    assert job.params["format"] == fmt and job.params["path"].startswith(str(bank_folder(tmp_path, Bank.objects.get(
+        bank_id="user-alice").bank_id) / "user-alice"))
     from portability.jobs import job_run
 
     job_run(job)  # what the worker runs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -29,17 +30,19 @@ def root(settings, tmp_path):
     return root
 
 
-def test_upload_lands_in_the_root_with_a_safe_name(admin_client, bank, root, tmp_path):
+def test_upload_lands_in_the_banks_folder_with_a_safe_name(admin_client, bank, root, tmp_path):
     archive = SimpleUploadedFile("../../evil name.ama.jsonl", b'{"_ama_version": 1}\n')
     admin_client.post("/banks/user-alice/transfer/upload", {"archive": archive, "root": str(root)})
-    assert [p.name for p in root.iterdir()] == ["evil_name.ama.jsonl"]
+    folder = root / "banks" / "_" / "user-alice"
+    assert [p.name for p in folder.iterdir()] == ["evil_name.ama.jsonl"]
+    assert stat.S_IMODE((folder / "evil_name.ama.jsonl").stat().st_mode) == 0o600
     assert not (tmp_path / "evil name.ama.jsonl").exists()
 
 
 def test_upload_into_a_directory_outside_the_roots_is_refused(admin_client, bank, root, tmp_path):
     response = admin_client.post("/banks/user-alice/transfer/upload", {
         "archive": SimpleUploadedFile("a.jsonl", b"x"), "root": str(tmp_path)}, follow=True)
-    assert "escapes allowed roots" in response.content.decode()
+    assert "Choose one of the configured roots" in response.content.decode()
     assert not (tmp_path / "a.jsonl").exists()
 
 
@@ -89,5 +92,6 @@ def test_the_transfer_page_shows_where_files_live_by_default(admin_client, bank)
     default = str(settings.VAR_DIR / "archives")
     assert settings.MEMORYHUB_PORTABILITY_ROOTS == default
     page = admin_client.get("/banks/user-alice/transfer/").content.decode()
-    assert f"read and written only inside <code>{default}</code>" in page
+    assert "only in its own folder <code>banks/_/user-alice/</code> inside " in page
+    assert f"<code>{default}</code>" in page
     assert "No portability roots are configured" not in page

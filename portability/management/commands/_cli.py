@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.core.management.base import CommandError
 
 from banks.models import Bank
-from portability.paths import PathNotAllowed, resolve_contained
+from portability.paths import Location, PathNotAllowed, check_cli_write, locate
 from portability.roots import portability_roots
 
 
@@ -27,14 +25,22 @@ def cli_bank(bank_id: str, *, create: bool = False, empty_if_missing: bool = Fal
     return bank
 
 
-def cli_path(path: str, roots: list[str] | None) -> Path:
+def cli_path(path: str, roots: list[str] | None, *, write: bool = False) -> Location:
     """Roots given with --root win; then the roots the operator configured; with neither (the
     embedded default root binds only the API and the UI), the operator at the shell is the trusted
-    caller that may go uncontained (the API and the UI never may)."""
+    caller that may go uncontained (the API and the UI never may). Even then nothing writes over a
+    root or the per-bank layout's own folders (a directory export there would replace every bank's
+    files), and every file is opened by descriptor like everywhere else."""
     try:
         chosen = not getattr(settings, "MEMORYHUB_PORTABILITY_ROOTS_DEFAULTED", False)
         configured = [str(r) for r in portability_roots()] if chosen else []
-        return resolve_contained(path, allowed_roots=roots or configured or None, allow_uncontained=True, env={})
+        allowed = roots or configured
+        where = locate(path, roots=allowed, allow_uncontained=True)
+        if write and allowed:
+            check_cli_write(where.parts)
+        elif write and not where.parts:
+            raise PathNotAllowed("Portability path names the file system's root; name a file", "layout")
+        return where
     except PathNotAllowed as exc:
         raise CommandError(str(exc)) from None
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -8,6 +7,7 @@ from django.db import connection
 
 from memoryhub.backup import BackupError, backup_database, default_backup_name
 from portability.management.commands._cli import cli_path
+from portability.paths import Location, PathNotAllowed, atomic_write
 from portability.roots import portability_roots
 
 
@@ -21,17 +21,20 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["output"]:
-            destination = cli_path(options["output"], None)
+            destination = cli_path(options["output"], None, write=True)
         else:
             roots = portability_roots()
             if not roots:
                 raise CommandError("No portability root to write into: set MEMORYHUB_PORTABILITY_ROOTS or pass --output.")
-            destination = cli_path(str(Path(roots[0]) / "backups" / default_backup_name()), None)
-        if destination.exists():
-            raise CommandError(f"{destination} already exists; choose another --output.")
+            destination = Location(roots[0], ("backups", default_backup_name()))
         try:
-            result = backup_database(destination, connection.settings_dict)
-        except BackupError as exc:
+            # Owner-only (0600), under a temporary name until pg_dump is done; an existing file is kept.
+            with atomic_write(destination, "wb", replace=False) as out:
+                database = backup_database(out, connection.settings_dict)
+            size = destination.stat().st_size
+        except (BackupError, PathNotAllowed) as exc:
             raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"{destination.shown}: {exc.strerror or exc.__class__.__name__}") from None
         self.stdout.write(self.style.SUCCESS(
-            f"Backed up database {result.database!r} to {result.path} ({result.size:,} bytes)."))
+            f"Backed up database {database!r} to {destination.path} ({size:,} bytes)."))

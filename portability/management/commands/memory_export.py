@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from banks.models import Bank
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
+from portability.paths import Location, PathNotAllowed
 from portability.services import archive_export
 from portability.services.bank_archive import bank_archive_export
 from portability.services.exporter import WRITERS, archive_export_as
@@ -28,10 +30,20 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = cli_bank(options["bank"])
-        dest = cli_path(options["output"], options["root"])
+        dest = cli_path(options["output"], options["root"], write=True)
+        try:
+            self._export(bank, dest, options)
+        except PathNotAllowed as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"could not write {dest.path}: {exc.strerror or exc.__class__.__name__}") from None
+
+    def _export(self, bank: Bank, dest: Location, options: dict[str, Any]) -> None:
+        if dest.is_dir() and options["format"] != "markdown":
+            raise CommandError(f"{dest.path} is a directory; give a file name inside it")
         if options["full"]:
             counts = bank_archive_export(bank=bank, dest=dest, actor="cli")
-            self.stdout.write(f"exported the whole bank to {dest}: "
+            self.stdout.write(f"exported the whole bank to {dest.path}: "
                               + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
             return
         if options["format"] != "ama":
@@ -39,9 +51,12 @@ class Command(BaseCommand):
             self.stdout.write(f"exported {report.exported_count} as {options['format']} to {report.path}")
             return
         bar = ProgressBar(self.stderr._out, "exporting")
-        report = archive_export(bank=bank, dest=dest, actor="cli", include_embeddings=options["include_embeddings"],
-                                include_entities=not options["no_entities"],
-                                include_observations=not options["no_observations"], progress=bar.update)
-        bar.close()
+        try:
+            report = archive_export(bank=bank, dest=dest, actor="cli",
+                                    include_embeddings=options["include_embeddings"],
+                                    include_entities=not options["no_entities"],
+                                    include_observations=not options["no_observations"], progress=bar.update)
+        finally:
+            bar.close()
         self.stdout.write(f"exported {report.exported_count} ({report.memories} memories, "
                           f"{report.observations} observations) to {report.path}")

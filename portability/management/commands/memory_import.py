@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -10,6 +9,7 @@ from memoryhub.errors import MemoryHubError
 from portability.formats.ama import AmaHeaderError
 from portability.formats.registry import READERS, UnknownFormat, max_decompressed_bytes, open_archive
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
+from portability.paths import Location, PathNotAllowed
 from portability.services import archive_import
 from portability.services.bank_archive import bank_archive_import, is_bank_archive
 
@@ -30,9 +30,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = cli_path(options["input"], options["root"])
-        if not source.exists():
-            raise CommandError(f"No archive at {source}.")
-        if options["format"] in (None, "mhba") and is_bank_archive(source):
+        try:
+            if not source.exists():
+                raise CommandError(f"No archive at {source.path}.")
+            whole_bank = options["format"] in (None, "mhba") and is_bank_archive(source)
+        except (PathNotAllowed, OSError) as exc:
+            raise CommandError(str(exc) if isinstance(exc, PathNotAllowed) else f"{source.path}: {exc.strerror}") from None
+        if whole_bank:
             self._restore(source, options)
             return
         try:
@@ -57,7 +61,7 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"{failed} line(s) were not imported (see above)")
 
-    def _restore(self, source: Path, options: dict[str, Any]) -> None:
+    def _restore(self, source: Location, options: dict[str, Any]) -> None:
         if options["dry_run"] or options["strict"]:
             raise CommandError("a whole-bank archive restores all or nothing; --dry-run and --strict do not apply")
         bank = cli_bank(options["bank"], create=True)

@@ -7,6 +7,7 @@ from django.db import connection
 
 from memoryhub.backup import BackupError, restore_database
 from portability.management.commands._cli import cli_path
+from portability.paths import PathNotAllowed
 
 
 class Command(BaseCommand):
@@ -20,16 +21,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = cli_path(options["path"], None)
+        if not source.is_file():
+            raise CommandError(f"{source.path} is not a file")
         database = connection.settings_dict["NAME"]
         if options["interactive"]:
-            answer = input(f"This replaces everything in database {database!r} with {source}. Type 'yes' to go on: ")
+            answer = input(f"This replaces everything in database {database!r} with {source.path}. Type 'yes' to go on: ")
             if answer.strip().lower() != "yes":
                 raise CommandError("Restore cancelled.")
         connection.close()
         try:
-            restore_database(source, connection.settings_dict)
-        except BackupError as exc:
+            restore_database(lambda: source.open("rb"), source.name, connection.settings_dict)
+        except (BackupError, PathNotAllowed) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(
-            f"Restored {source} into database {database!r}. Run `manage.py migrate` if the backup is from an "
+            f"Restored {source.path} into database {database!r}. Run `manage.py migrate` if the backup is from an "
             "older version (`make run` does it at start)."))

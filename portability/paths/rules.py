@@ -1,4 +1,5 @@
-"""The one function that decides every filesystem path import, export, upload and download touch.
+"""The rules every filesystem path that import, export, upload and download touch must pass (pure: no I/O
+except resolving the path).
 
 Order (Astrocyte 0.22 ``_safe_resolve``): reject control characters first, and
 absurdly long paths; resolve the path, following symlinks; take roots from the
@@ -8,7 +9,9 @@ caller gets through; with roots the resolved path must be a root or lie under
 one, compared component by component. All of it happens before any file is
 opened. Tricks are refused, not interpreted: a segment that percent-decodes to ``.``,
 ``..`` or a separator, dots drawn with look-alike characters or combining marks, and
-bidi, format, line-separator or surrogate characters.
+bidi, format, line-separator or surrogate characters, invisible fillers and variation selectors, spaces
+other than the ASCII one, and slashes drawn with look-alike characters. Messages never name the resolved
+path or the roots: they are the server's business, and a symlink's target would leak through them.
 """
 
 from __future__ import annotations
@@ -24,13 +27,34 @@ ENV_ROOTS = ("MEMORYHUB_PORTABILITY_ROOTS", "ASTROCYTE_PORTABILITY_ROOTS")
 MAX_PATH_CHARS = 4096
 MAX_COMPONENT_BYTES = 255
 MAX_UPLOAD_NAME_CHARS = 200
+# A path deeper than this is refused before anything is created (a thousand nested folders is an attack,
+# not an archive).
+MAX_SEGMENTS = 64
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _SEPARATORS = re.compile(r"[/\\]")
 # Control, format (bidi overrides, zero-width), line/paragraph separators, lone surrogates.
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # Characters that render as one or two dots: a name made of them reads as "." or "..".
-_DOT_LOOKALIKES = frozenset("\u2024\u2025\u2026\ufe52\uff0e\u3002\uff61\u0701\u0702\ua4f8\u2e33\u00b7")
+_DOT_LOOKALIKES = frozenset(
+    "\u2024\u2025\u2026\ufe52\uff0e\u3002\uff61\u0701\u0702\ua4f8\u2e33\u00b7"  # the first dozen
+    "\u0387\u2027\u2219\u22c5\u2e31\u30fb\uff65\u16eb\u0660\u06f0\ua60e\u06d4\ufe12\u2981\u2e30"
+    "\u2022\u00b8\u02d9\u0589\u1427\u10fb\u2e3c\ufe19\U00010101\U0001d16d")
+# Characters that render as a slash or a backslash.
+_SLASH_LOOKALIKES = frozenset("\u2044\u2215\u29f8\uff0f\u2571\u29f5\u2216\uff3c\ufe68\u2572\u3033\u1735")
+# Marks that render as nothing (Unicode's default-ignorable code points outside the format category) and
+# blanks that look like a space or nothing: a name holding one is not what it looks like.
+_INVISIBLE = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0\u2800\u00a0\u1680\u2000\u2001"
+    "\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000\u2062\u2063\u2064\u2061")
+
+
+def _invisible(char: str) -> bool:
+    code = ord(char)
+    # Variation selectors (and their supplement), tag characters and the unassigned ignorables.
+    return (char in _INVISIBLE or 0xFE00 <= code <= 0xFE0F or 0xE0000 <= code <= 0xE0FFF
+            or 0x1D173 <= code <= 0x1D17A or 0xFFF0 <= code <= 0xFFF8 or 0x1BCA0 <= code <= 0x1BCA3)
+
 
 CONTAINMENT_REQUIRED = (
     "Portability path containment is required. Provide one of:\n"
@@ -43,7 +67,9 @@ CONTAINMENT_REQUIRED = (
 
 class PathNotAllowed(ValueError):
     """A path refused by containment. ``code`` is one of ``control_character``, ``deceptive_segment``,
-    ``too_long``, ``unresolvable``, ``containment_required``, ``escapes_roots``."""
+    ``too_long``, ``unresolvable``, ``containment_required``, ``escapes_roots`` (and, from the
+    descriptor-based I/O and the bank layout, ``not_a_file``, ``not_a_directory``, ``symlink``,
+    ``hard_link``, ``exists``, ``not_owned``, ``layout``)."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
@@ -59,7 +85,9 @@ def _resolve(text: str) -> Path:
     try:
         return Path(text).expanduser().resolve()
     except (RuntimeError, OSError) as exc:
-        raise PathNotAllowed(f"Portability path cannot be resolved: {_shown(text)} ({exc})",
+        # The OS error's text names the path it failed on: only its kind is reported.
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc.__class__.__name__
+        raise PathNotAllowed(f"Portability path cannot be resolved: {_shown(text)} ({reason})",
                              "unresolvable") from None
 
 
@@ -99,6 +127,13 @@ def _deceptive_segment(segment: str) -> str | None:
         return f"percent-encoded dot segment or separator {segment!r}"
     if any(char in _DOT_LOOKALIKES for char in segment):
         return f"dot look-alike character in {segment!r}"
+    if any(char in _SLASH_LOOKALIKES for char in segment):
+        return f"slash look-alike character in {segment!r}"
+    if any(_invisible(char) for char in segment):
+        return f"invisible or blank look-alike character in {segment!r}"
+    folded = unicodedata.normalize("NFKC", segment)
+    if folded != segment and (folded.strip(". ") == "" or _SEPARATORS.search(folded)):
+        return f"{segment!r} reads as {folded!r}"
     for index, char in enumerate(segment):
         if unicodedata.combining(char) and index and segment[index - 1] == ".":
             return f"combining mark on a dot in {segment!r}"
@@ -126,7 +161,10 @@ def _check_text(text: str) -> None:
     if len(text) > MAX_PATH_CHARS:
         raise PathNotAllowed(f"Portability path is too long: {len(text)} characters (at most {MAX_PATH_CHARS})",
                              "too_long")
-    for part in _SEPARATORS.split(text):
+    parts = _SEPARATORS.split(text)
+    if len([p for p in parts if p not in ("", ".")]) > MAX_SEGMENTS:
+        raise PathNotAllowed(f"Portability path is too deep: more than {MAX_SEGMENTS} folders", "too_long")
+    for part in parts:
         if len(os.fsencode(part)) > MAX_COMPONENT_BYTES:
             raise PathNotAllowed(f"Portability path has a name longer than {MAX_COMPONENT_BYTES} bytes: "
                                  f"{_shown(part[:60])}...", "too_long")
@@ -156,8 +194,13 @@ def resolve_contained(
         # is_relative_to compares components, so /data/exports-evil is not under /data/exports.
         if resolved == root or resolved.is_relative_to(root):
             return resolved
-    raise PathNotAllowed(
-        f"Portability path escapes allowed roots: {resolved} not in {[str(r) for r in roots]}", "escapes_roots")
+    raise PathNotAllowed(f"Portability path escapes allowed roots: {_shown(text)}", "escapes_roots")
+
+
+def root_of(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The innermost of ``roots`` that ``path`` (resolved) is, or lies under; None if none."""
+    holding = [root for root in roots if path == root or path.is_relative_to(root)]
+    return max(holding, key=lambda root: len(root.parts), default=None)
 
 
 def sanitize_upload_name(name: str) -> str:
