@@ -15,6 +15,7 @@ import pytest
 
 from banks.models import Job, JobState, Memory
 from tests.live_process import closed_port, server_env, serving, start_web
+from tests.portability.fixtures import bank_folder
 from tests.worker import _database_url
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -22,7 +23,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 @pytest.fixture
 def broken_broker_server(transactional_db, tmp_path):
-    shutil.copy(FIXTURES / "sample.ama.jsonl", tmp_path / "in.ama.jsonl")
+    shutil.copy(FIXTURES / "sample.ama.jsonl", bank_folder(tmp_path, "user-alice") / "in.ama.jsonl")
     env = server_env(_database_url(), CELERY_BROKER_URL=f"redis://127.0.0.1:{closed_port()}/0",
                      MEMORYHUB_PORTABILITY_ROOTS=str(tmp_path))
     with serving(start_web(tmp_path, env)) as (served,):

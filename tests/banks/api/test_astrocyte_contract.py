@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.portability.fixtures import bank_folder
+
 pytestmark = pytest.mark.django_db
 
 RETAIN_RESULT = {"stored", "memory_id", "deduplicated", "error", "retention_action", "curated", "memory_layer"}
@@ -419,7 +421,9 @@ def test_seed_export_and_import_calls(client, settings, tmp_path):
     assert outside.status_code == 422 and "/backups/user-prefs.ama.jsonl" in outside.json()["detail"]
     path = str(tmp_path / "user-prefs.ama.jsonl")
     exported = client.post("/v1/export", {"bank_id": "user-prefs", "path": path})
-    assert exported.status_code == 200 and exported.json() == {"bank_id": "user-prefs", "path": path,
+    # Each bank sees the root as its own: the file is in the bank's folder, and the answer says where.
+    written = str(bank_folder(tmp_path, "user-prefs") / "user-prefs.ama.jsonl")
+    assert exported.status_code == 200 and exported.json() == {"bank_id": "user-prefs", "path": written,
                                                                "exported_count": 1} | {
         k: v for k, v in exported.json().items() if k not in {"bank_id", "path", "exported_count"}}
     imported = client.post("/v1/import", {"bank_id": "user-prefs", "path": path, "on_conflict": "skip"})

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from banks.models import AuditEvent, Bank, MentalModel, Observation
+from tests.portability.fixtures import bank_folder
 
 NEW = "user-new"
 pytestmark = pytest.mark.django_db
@@ -51,7 +52,7 @@ def test_export_of_a_new_bank_is_a_header_and_no_lines(client, settings, tmp_pat
     response = client.post("/v1/export", {"bank_id": NEW, "path": str(tmp_path / "new.ama.jsonl")})
     assert response.status_code == 200, response.content
     assert response.json()["exported_count"] == 0
-    lines = (tmp_path / "new.ama.jsonl").read_text().splitlines()
+    lines = (bank_folder(tmp_path, NEW) / "new.ama.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["_ama_version"] == 1
     assert not Bank.objects.filter(bank_id=NEW).exists()
 
@@ -61,7 +62,7 @@ def test_import_creates_the_bank_and_containment_answers_first(client, settings,
     (tmp_path / "root").mkdir()
     outside = client.post("/v1/import", {"bank_id": NEW, "path": str(tmp_path / "elsewhere.jsonl")})
     assert outside.status_code == 422
-    archive = tmp_path / "root" / "a.ama.jsonl"
+    archive = bank_folder(tmp_path / "root", NEW) / "a.ama.jsonl"
     archive.write_text(json.dumps({"_ama_version": 1, "bank_id": "x", "exported_at": "2026-01-01T00:00:00Z",
                                    "provider": "test", "memory_count": 1}) + "\n"
                        + json.dumps({"id": "m1", "text": "Alice likes jazz."}) + "\n")

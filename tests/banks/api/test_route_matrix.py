@@ -12,6 +12,7 @@ from banks.services.memories import memory_retain
 from banks.services.mental_models import mental_model_create
 from banks.services.observations import observation_create
 from tests.conftest import ApiClient
+from tests.portability.fixtures import bank_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +90,7 @@ def world(bank: Bank, settings, tmp_path) -> dict[str, str]:
     from banks.services.jobs import job_create
 
     settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
-    (tmp_path / "in.ama.jsonl").write_text('{"_ama_version": 1, "bank_id": "x", "exported_at": "", '
+    (bank_folder(tmp_path, B) / "in.ama.jsonl").write_text('{"_ama_version": 1, "bank_id": "x", "exported_at": "", '
                                            '"provider": "p", "memory_count": 1}\n{"id": "a", "text": "imported"}\n')
     job = job_create(kind="import", actor="test", bank=bank)
     dead = job_create(kind="import", actor="test", bank=bank, params={"path": str(tmp_path / "in.ama.jsonl")})
