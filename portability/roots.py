@@ -73,8 +73,8 @@ def bank_location(principal: Principal, bank_id: str, path: str, *, write: bool)
     caller with ``admin`` on every bank.
     """
     roots = portability_roots()
+    given = text = os.fspath(path)
     try:
-        text = os.fspath(path)
         if roots and isinstance(text, str) and text and not text.startswith(("/", "~")):
             text = str(roots[0] / text)
         where = locate(text, roots=roots)
@@ -90,6 +90,8 @@ def bank_location(principal: Principal, bank_id: str, path: str, *, write: bool)
             check_read(where.parts, may_admin=lambda holder: principal.can(holder, "admin"),
                        every_bank=every_bank_admin(principal))
     except PathNotAllowed as exc:
+        if text != given:  # a relative path: the message names it as given, not joined to the server's root
+            exc = PathNotAllowed(str(exc).replace(repr(text), repr(given)), exc.code)
         raise refused(exc) from None
     return where
 

@@ -164,10 +164,14 @@ class ImportApi(BankApiView):
                 "path": str(source.path), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
                 "strict": body.strict})
             return ok(job_body(job), status=202)
-        report = archive_import(bank=bank, records=records, actor=self.actor(request), on_conflict=body.on_conflict,
-                                dry_run=body.dry_run, strict=body.strict,
-                                source_label=f"import:{fmt}:{header.provider or source.name}",
-                                expected=header.memory_count if isinstance(header.memory_count, int) else None)
+        try:
+            report = archive_import(bank=bank, records=records, actor=self.actor(request),
+                                    on_conflict=body.on_conflict, dry_run=body.dry_run, strict=body.strict,
+                                    source_label=f"import:{fmt}:{header.provider or source.name}",
+                                    expected=header.memory_count if isinstance(header.memory_count, int) else None)
+        except PathNotAllowed as exc:
+            # The file is opened again for each pass; one that changed into something not read since is refused.
+            raise refused(exc) from None
         if report.aborted:
             # Strict mode found bad lines and wrote nothing: the request as a whole could not be processed.
             raise Unprocessable(report.aborted, counts=report.counts(), line_errors=report.errors[:100])

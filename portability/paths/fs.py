@@ -121,7 +121,7 @@ def _refuse(exc: OSError, where: Location) -> PathNotAllowed:
     if isinstance(exc, FileNotFoundError):
         return PathNotAllowed(f"no such file or directory: {where.shown}", "missing")
     if isinstance(exc, NotADirectoryError):
-        return PathNotAllowed(f"a component of {where.shown} is not a directory", "not_a_directory")
+        return PathNotAllowed(f"{where.shown} is not a directory", "not_a_directory")
     if exc.errno == 40:  # ELOOP: O_NOFOLLOW met a symlink
         return PathNotAllowed(f"{where.shown} goes through a symlink; symlinks are not followed", "symlink")
     return PathNotAllowed(f"{where.shown}: {exc.strerror or exc.__class__.__name__}", "unresolvable")
@@ -141,28 +141,39 @@ def opened_dir(where: Location, *, create: bool = False) -> Iterator[int]:
     ``create`` missing folders are made (0700). Closed on exit."""
     fd = _open_root(where.root)
     try:
-        for part in where.parts:
+        for index, part in enumerate(where.parts):
             try:
-                following = os.open(part, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
+                following = _open_child(fd, part, create)
+            except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and not create:
                     raise
-                try:
-                    os.mkdir(part, 0o700, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                following = os.open(part, _DIR, dir_fd=fd)
+                reached = Location(where.root, where.parts[:index + 1])
+                if stat.S_ISLNK(_lstat_mode(fd, part) or 0):
+                    raise PathNotAllowed(f"{reached.shown} is a symlink; symlinks are not followed",
+                                         "symlink") from None
+                raise _refuse(exc, reached) from None
             os.close(fd)
             fd = following
-    except OSError as exc:
+    except BaseException:
         os.close(fd)
-        if isinstance(exc, FileNotFoundError) and not create:
-            raise
-        raise _refuse(exc, where) from None
+        raise
     try:
         yield fd
     finally:
         os.close(fd)
+
+
+def _open_child(fd: int, part: str, create: bool) -> int:
+    try:
+        return os.open(part, _DIR, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    try:
+        os.mkdir(part, 0o700, dir_fd=fd)
+    except FileExistsError:
+        pass
+    return os.open(part, _DIR, dir_fd=fd)
 
 
 def root_device(where: Location) -> int:

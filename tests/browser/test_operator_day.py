@@ -8,7 +8,7 @@ import pytest
 
 from banks.models import ApiToken, Job, Memory, MentalModel
 from tests.browser.conftest import shot
-from tests.portability.fixtures import FIXTURES
+from tests.portability.fixtures import FIXTURES, bank_folder
 
 pytestmark = [pytest.mark.browser]
 
@@ -124,7 +124,7 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
     shot(page, "07-directives")
 
     # Import an archive with a live progress bar, to completion, on the real worker.
-    (worker_roots / "sample.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
+    (bank_folder(worker_roots, "user-ines") / "sample.ama.jsonl").write_bytes((FIXTURES / "sample.ama.jsonl").read_bytes())
     page.get_by_role("link", name="Import / export", exact=True).click()
     shot(page, "08-transfer")
     page.locator("tr", has_text="sample.ama.jsonl").get_by_role("button", name="Preview").click()

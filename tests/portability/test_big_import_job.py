@@ -9,6 +9,7 @@ import pytest
 from banks.models import Bank, Job, Memory
 from banks.selectors.recall import recall_memories
 from banks.vectors import bank_index_name, vector_index_state
+from tests.portability.fixtures import bank_folder
 from tests.worker import wait_for
 
 
@@ -30,7 +31,7 @@ def test_a_big_import_job_builds_the_banks_own_index(big_import_env, celery_work
     client = ApiClient(make_token())
     total = 1200
     texts = [f"memory number {i} about subject {i % 37} and detail {(i * 7919) % 10007}" for i in range(total)]
-    with (tmp_path / "big.ama.jsonl").open("w") as fp:
+    with (bank_folder(tmp_path, "user-alice") / "big.ama.jsonl").open("w") as fp:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "x", "memory_count": total}) + "\n")
         for i, text in enumerate(texts):
             fp.write(json.dumps({"id": f"m{i}", "text": text}) + "\n")

@@ -259,3 +259,24 @@ def test_upload_names_with_nothing_usable_are_refused(name: str) -> None:
 def test_a_sanitised_upload_name_always_stays_in_the_root(root: Path) -> None:
     for name in ["../../etc/passwd", "..\\..\\x", "a/../../b", ".." + "/" * 10 + "z"]:
         assert contained(root / sanitize_upload_name(name), root).parent == root
+
+
+# The dot and slash look-alikes and invisible marks that used to pass as literal names.
+@pytest.mark.parametrize("name", ["\u0387\u0387", "\u2027", "\u30fb\u30fb", "\uff65", "\u2219\u2219", "\u22c5",
+                                  "\u2e31", "\u0660\u0660", "\u06f0", "\ua60e", "\u16eb", "x\u2044y", "a\u2215b",
+                                  "\uff0f", "\u29f8etc", "\u3164", "\u115f", "\u2800", "\u00a0", "\u3000",
+                                  ".\ufe0f.", "\u034f..", "..\U000e0100", "\u180b"])
+def test_more_look_alike_and_invisible_segments_are_refused(root: Path, name: str) -> None:
+    refused(f"{root}/{name}/x.jsonl", root, "deceptive_segment")
+    with pytest.raises(PathNotAllowed):
+        sanitize_upload_name(f"{name}.jsonl")
+
+
+def test_ordinary_names_in_other_scripts_stay_names(root: Path) -> None:
+    for name in ["Zoë 東京.json", "отчёт.csv", "हिन्दी.md", "ａｂｃ.jsonl", "a b.jsonl"]:
+        assert contained(root / name, root) == root / name
+
+
+def test_a_path_deeper_than_the_cap_is_refused(root: Path) -> None:
+    refused(str(root) + "/d" * 1000 + "/x.jsonl", root, "too_long")
+    assert contained(str(root) + "/d" * 40, root) == Path(str(root) + "/d" * 40)
