@@ -1,4 +1,4 @@
-"""Which tags of a bank get a vector index of their own, and the SQL that names those indexes. Pure.
+"""Which tags of a bank get a vector index of their own, and the SQL that names those indexes. Pure (no database).
 
 A walk of a bank's graph for the rows of one tag visits about ``limit / share`` entries before
 ``limit`` of them carry the tag: for a tag on a fifth of the bank or more that is no wider than the
@@ -8,6 +8,8 @@ own. A tag needs enough rows too: below ``min_rows`` reading them all is as quic
 """
 
 from __future__ import annotations
+
+from psycopg import sql
 
 # Tags on a larger share of the bank are walked in the bank's graph (see above).
 MAX_SHARE = 0.2
@@ -43,22 +45,28 @@ def tag_index_name(index_pk: int) -> str:
 
 
 def tag_array_literal(tag: str) -> str:
-    """``tag`` as a one-element varchar[] literal. With standard_conforming_strings (PostgreSQL's default
-    since 9.1, and what psycopg relies on) a doubled quote is the only escape a string literal needs."""
+    """``tag`` as a one-element varchar[] literal, quoted by the driver (psycopg.sql.Literal), not by
+    hand: an index predicate and the clause matching it must be written out, not bound."""
     if "\x00" in tag:
         raise ValueError("a tag cannot hold a NUL character")
-    return "ARRAY['" + tag.replace("'", "''") + "']::varchar[]"
+    return sql.SQL("ARRAY[{}]::varchar[]").format(sql.Literal(tag)).as_string(None)
 
 
-def tag_scope(bank_pk: int, dims: int, tag: str, alias: str = "") -> str:
-    """The clause that sends a vector search of ``tag``'s rows in bank ``bank_pk`` to the tag's index:
-    the index's predicate, written as literals so the planner can match it whatever the binding."""
+def _predicate(bank_pk: int, dims: int, tag: str, alias: str = "") -> str:
     prefix = f"{alias}." if alias else ""
     return (f"{prefix}bank_id = {int(bank_pk)} AND {prefix}embedding_dims = {int(dims)} "
             f"AND {prefix}tags && {tag_array_literal(tag)}")
 
 
+def tag_scope(bank_pk: int, dims: int, tag: str, alias: str = "") -> str:
+    """The clause that sends a vector search of ``tag``'s rows in bank ``bank_pk`` to the tag's index:
+    the index's predicate, written as literals so the planner can match it whatever the binding. It goes
+    into a query run with parameters, where psycopg reads ``%`` as a placeholder: a tag's ``%`` is doubled."""
+    return _predicate(bank_pk, dims, tag, alias).replace("%", "%%")
+
+
 def tag_index_sql(index_pk: int, bank_pk: int, dims: int, tag: str, *, concurrently: bool) -> str:
+    """The tag's index; the statement runs without parameters (its ``%`` stays as it is)."""
     how = "CONCURRENTLY " if concurrently else ""
     return (f"CREATE INDEX {how}IF NOT EXISTS {tag_index_name(index_pk)} ON banks_memory USING hnsw "
-            f"((embedding::vector({int(dims)})) vector_cosine_ops) WHERE {tag_scope(bank_pk, dims, tag)}")
+            f"((embedding::vector({int(dims)})) vector_cosine_ops) WHERE {_predicate(bank_pk, dims, tag)}")

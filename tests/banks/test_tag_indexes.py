@@ -21,8 +21,8 @@ from tests.banks.test_bank_vector_index import captured_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# 100 memories: "shore" on 10 (10 %), "it's" on 5, "all" on every one.
-TAGS = {"shore": range(0, 100, 10), "it's": range(3, 100, 20)}
+# 100 memories: "shore" on 10 (10 %), "it's 5%" on 5 (a quote, and psycopg's placeholder sign), "all" on every one.
+TAGS = {"shore": range(0, 100, 10), "it's 5%": range(3, 100, 20)}
 
 
 @pytest.mark.parametrize(("counts", "bank_rows", "per_bank", "chosen"), [
@@ -43,8 +43,19 @@ def test_which_tags_get_a_graph(counts, bank_rows, per_bank, chosen):
 def test_a_tag_is_written_as_a_literal_the_planner_can_match():
     assert tag_array_literal("it's") == "ARRAY['it''s']::varchar[]"
     assert tag_scope(7, 384, "x", "m") == "m.bank_id = 7 AND m.embedding_dims = 384 AND m.tags && ARRAY['x']::varchar[]"
+    assert tag_array_literal("a\\b") == "ARRAY[ E'a\\\\b']::varchar[]"  # the driver's escape string
+    # In a query with parameters psycopg reads % as a placeholder: the clause doubles it.
+    assert tag_scope(7, 384, "5%") == "bank_id = 7 AND embedding_dims = 384 AND tags && ARRAY['5%%']::varchar[]"
     with pytest.raises(ValueError, match="NUL"):
         tag_array_literal("a\x00b")
+
+
+def test_postgresql_reads_every_tag_back_from_its_literal():
+    tags = ["it's", "a\\b", "'; DROP TABLE banks_memory; --", "\\'", "naïve", "{x,y}", 'say "hi"']
+    with connection.cursor() as cursor:
+        for tag in tags:
+            cursor.execute(f"SELECT {tag_array_literal(tag)}")  # noqa: S608  (the literal under test)
+            assert cursor.fetchone()[0] == [tag]
 
 
 @pytest.fixture
@@ -77,7 +88,7 @@ def index_names(bank) -> set[str]:
 def test_the_refresh_indexes_the_big_rare_tags_and_recall_walks_them(tagged):
     assert bank_tag_indexes_refresh(tagged) == 2  # "all" is the whole bank: walked in the bank's graph
     indexes = {i.tag: i for i in BankTagIndex.objects.filter(bank=tagged)}
-    assert {t: i.rows for t, i in indexes.items()} == {"shore": 10, "it's": 5}
+    assert {t: i.rows for t, i in indexes.items()} == {"shore": 10, "it's 5%": 5}
     assert all(i.built_at for i in indexes.values())
     assert len(index_names(tagged)) == 2
     assert BankTextStatistics.objects.get(bank=tagged).tags_live_rows == 100
@@ -92,7 +103,7 @@ def test_the_refresh_indexes_the_big_rare_tags_and_recall_walks_them(tagged):
         hits = recall.ARMS["semantic"](tagged, "heron at the pier", RecallFilters(tags=[tag]), 5)
         assert len(hits) == 5 and all(tag in m.tags for m in tagged.memories.filter(pk__in=[h[0] for h in hits]))
     # Two tags, or one without a graph: not walked there.
-    plan = captured_plan(lambda: recall.ARMS["semantic"](tagged, "heron", RecallFilters(tags=["shore", "it's"]), 5),
+    plan = captured_plan(lambda: recall.ARMS["semantic"](tagged, "heron", RecallFilters(tags=["shore", "it's 5%"]), 5),
                          "FROM banks_memory m")
     assert "memory_hnsw_tag_" not in plan
 
@@ -100,8 +111,8 @@ def test_the_refresh_indexes_the_big_rare_tags_and_recall_walks_them(tagged):
 def test_a_tag_that_shrinks_loses_its_graph_and_nothing_changes_without_drift(tagged):
     bank_tag_indexes_refresh(tagged)
     assert bank_tag_indexes_refresh_all() == []  # counted, built, the bank has not moved
-    shrinking = tag_index_name(BankTagIndex.objects.get(bank=tagged, tag="it's").pk)
-    gone = list(tagged.memories.filter(tags__contains=["it's"]).values_list("memory_id", flat=True)[:3])
+    shrinking = tag_index_name(BankTagIndex.objects.get(bank=tagged, tag="it's 5%").pk)
+    gone = list(tagged.memories.filter(tags__contains=["it's 5%"]).values_list("memory_id", flat=True)[:3])
     memory_forget(bank=tagged, memory_ids=gone, actor="test")
     assert bank_tag_indexes_refresh(tagged) == 0
     assert set(BankTagIndex.objects.filter(bank=tagged).values_list("tag", flat=True)) == {"shore"}
@@ -173,7 +184,7 @@ def test_a_walk_of_a_tags_graph_that_comes_back_short_is_answered_exactly_within
 
     monkeypatch.setattr(recall, "nearest_rows", spy)
     # Five memories carry the tag and ten are asked for: the walk yields five, the exact pass must keep the tag.
-    rows = recall.ARMS["semantic"](tagged, "heron at the pier", RecallFilters(tags=["it's"]), 10)
-    assert "ARRAY['it''s']" in scopes[0]
+    rows = recall.ARMS["semantic"](tagged, "heron at the pier", RecallFilters(tags=["it's 5%"]), 10)
+    assert "ARRAY['it''s 5%%']" in scopes[0]
     assert len(rows) == 5
-    assert all("it's" in tags for tags in tagged.memories.filter(pk__in=[r[0] for r in rows]).values_list("tags", flat=True))
+    assert all("it's 5%" in tags for tags in tagged.memories.filter(pk__in=[r[0] for r in rows]).values_list("tags", flat=True))
