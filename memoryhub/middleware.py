@@ -9,6 +9,7 @@ from django.core.handlers.wsgi import LimitedStream
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 
 from memoryhub.liveness import streamed
+from memoryhub.logs import request_id_scope
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -32,7 +33,8 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        with request_id_scope(request_id):  # every log line of the request carries it (memoryhub.logs)
+            response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
 

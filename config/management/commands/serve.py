@@ -31,8 +31,9 @@ from memoryhub.embedded import (
 from memoryhub.env import env_bool, env_float, env_int, env_str
 from portability.roots import portability_roots
 
-# Request line, status, bytes, duration: enough to spot slow routes in the access log.
-ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# Request line, status, bytes, duration: enough to spot slow routes in the access log; and the request's
+# X-Request-ID, as the application's own lines of that request carry it (memoryhub.logs).
+ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms [%({x-request-id}o)s]'
 
 
 def available_cores() -> int:
