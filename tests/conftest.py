@@ -143,3 +143,6 @@ def _recall_process_state_reset() -> Any:
 
 
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
+
+# The fakes of what is off this machine (an OpenAI-compatible server, a slow provider, an MCP session).
+pytest_plugins = ["tests.fakes"]

@@ -13,8 +13,10 @@ from banks import models
 from banks.admin.memories import admin_actor, full_text
 from banks.admin.scale import FixedChoicesFilter, IndexedValuesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
 from banks.services.banks import bank_delete, bank_update
+from banks.services.memberships import membership_remove, membership_set
 from banks.services.observations import observation_invalidate
 from banks.services.tokens import token_revoke
+from banks.services.webhook_sources import webhook_source_delete, webhook_source_save
 
 # A change page lists at most this many rows of a one-to-many relation (evidence, revisions).
 RELATED_SHOWN = 20
@@ -77,6 +79,19 @@ class BankMembershipAdmin(ScaledAdmin):
 
     def search_condition(self, term: str) -> Q | None:
         return Q(user__username=term) | Q(bank__bank_id=term)
+
+    # Who may read a bank: every change through the service, audited on the bank.
+    def save_model(self, request: HttpRequest, obj: models.BankMembership, form: Any, change: bool) -> None:
+        saved = membership_set(user=obj.user, bank=obj.bank, role=obj.role, actor=admin_actor(request),
+                               membership=obj if change else None)
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: models.BankMembership) -> None:
+        membership_remove(membership=obj, actor=admin_actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[models.BankMembership]) -> None:
+        for membership in queryset.select_related("user", "bank"):
+            membership_remove(membership=membership, actor=admin_actor(request))
 
 
 @admin.register(models.Observation)
@@ -232,3 +247,14 @@ class WebhookSourceAdmin(ScaledAdmin):
 
     def search_condition(self, term: str) -> Q | None:
         return Q(source_id=term) | Q(bank__bank_id=term)
+
+    # Its secret decides who writes into the bank: every change through the service, audited on the bank.
+    def save_model(self, request: HttpRequest, obj: models.WebhookSource, form: Any, change: bool) -> None:
+        webhook_source_save(source=obj, actor=admin_actor(request), changed=list(form.changed_data) if change else None)
+
+    def delete_model(self, request: HttpRequest, obj: models.WebhookSource) -> None:
+        webhook_source_delete(source=obj, actor=admin_actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[models.WebhookSource]) -> None:
+        for source in queryset.select_related("bank"):
+            webhook_source_delete(source=source, actor=admin_actor(request))

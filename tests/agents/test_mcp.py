@@ -3,47 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from banks.models import Memory
-from tests.asgi_server import serving
-
-
-@pytest.fixture
-def mcp_url(transactional_db) -> Iterator[str]:
-    from agents.mcp_server import build_app
-
-    with serving(build_app()) as url:
-        yield f"{url}/mcp"
-
-
-async def session_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
-    import httpx2
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                tools = [t.name for t in (await session.list_tools()).tools]
-                results = []
-                for name, args in calls:
-                    result = await session.call_tool(name, args)
-                    if result.is_error:
-                        # Failures are error results whose text is Astrocyte's {"error", "detail"} object.
-                        results.append({**json.loads(result.content[0].text), "isError": True})
-                        continue
-                    payload = result.structured_content
-                    if payload is None:
-                        payload = json.loads(result.content[0].text)
-                    results.append(payload.get("result", payload) if isinstance(payload, dict) else payload)
-                return tools, results
+from tests.fakes import session_calls
 
 
 def test_tools_through_a_real_mcp_session(mcp_url, make_bank, make_token):

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from banks.services.memories import memory_retain
-from tests.agents.test_mcp import mcp_url, session_calls  # noqa: F401  (fixture)
+from tests.fakes import session_calls
 
 A, B = "user-alice", "user-bob"
 
@@ -133,7 +133,7 @@ def run_astrocyte(tools: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(go())
 
 
-def test_every_tool_answers_with_astrocytes_keys(mcp_url, make_bank, make_token, astrocyte_tools):  # noqa: F811
+def test_every_tool_answers_with_astrocytes_keys(mcp_url, make_bank, make_token, astrocyte_tools):
     theirs = run_astrocyte(astrocyte_tools)
     assert {n for n, _ in CALLS} == set(astrocyte_tools), "a tool of the real package is not compared"
     assert not {n: a["error"] for n, a in theirs.items() if "error" in a}, "the real package failed a call"
@@ -163,7 +163,7 @@ def test_every_tool_answers_with_astrocytes_keys(mcp_url, make_bank, make_token,
     assert theirs["memory_reflect"]["sources"] and ours["memory_reflect"]["sources"]
 
 
-def test_mcp_recall_takes_the_documented_options(mcp_url, make_bank, make_token):  # noqa: F811
+def test_mcp_recall_takes_the_documented_options(mcp_url, make_bank, make_token):
     alice = make_bank(A)
     memory_retain(bank=alice, text="Alice drank oat milk coffee in Lisbon. She was late.", actor="test",
                   memory_layer="episodic")
@@ -180,7 +180,7 @@ def test_mcp_recall_takes_the_documented_options(mcp_url, make_bank, make_token)
     assert answer["trace"]["detail_level"] == "titles" and answer["trace"]["external_context_count"] == 1
 
 
-def test_a_failed_tool_answers_with_astrocytes_failure_keys(mcp_url, make_bank, make_token, monkeypatch):  # noqa: F811
+def test_a_failed_tool_answers_with_astrocytes_failure_keys(mcp_url, make_bank, make_token, monkeypatch):
     """Refused on every bank (Astrocyte: access control on, default deny; MemoryHub: a token granted
     another bank), each tool's error answer carries the keys of the real tool's failure answer."""
     stand_in = types.ModuleType("fastmcp")
@@ -310,7 +310,7 @@ CLIENT_CASES: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any]] = {
 
 
 @pytest.mark.parametrize("case", list(CLIENT_CASES))
-def test_calls_astrocyte_clients_make_answer_as_the_package_does(case, mcp_url, make_bank, make_token,  # noqa: F811
+def test_calls_astrocyte_clients_make_answer_as_the_package_does(case, mcp_url, make_bank, make_token,
                                                                   astrocyte_tools):
     from banks.models import Bank
 

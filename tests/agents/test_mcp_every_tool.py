@@ -8,12 +8,12 @@ import asyncio
 from banks.models import Job, LegalHold
 from banks.services.memories import memory_retain
 from banks.services.observations import observation_create
-from tests.agents.test_mcp import mcp_url, session_calls  # noqa: F401  (fixture)
+from tests.fakes import session_calls
 
 A, B = "user-alice", "user-bob"
 
 
-def test_every_tool_once_in_one_session(mcp_url, make_bank, make_token):  # noqa: F811
+def test_every_tool_once_in_one_session(mcp_url, make_bank, make_token):
     alice, bob = make_bank(A), make_bank(B)
     work = memory_retain(bank=alice, text="Alice Smith works at Acme in Lisbon.", actor="test").memory_id
     trip = memory_retain(bank=alice, text="Alice Smith flew to Oslo in May.", actor="test").memory_id
@@ -89,7 +89,7 @@ def test_every_tool_once_in_one_session(mcp_url, make_bank, make_token):  # noqa
     assert health["bank_id"] == A and health["metrics"]["memory_count"] >= 1
 
 
-def test_gateway_tools_keep_the_rest_permissions(mcp_url, make_bank, make_token):  # noqa: F811
+def test_gateway_tools_keep_the_rest_permissions(mcp_url, make_bank, make_token):
     make_bank(A)
     make_bank(B)
     reader = make_token({A: ["read"]})
@@ -103,7 +103,7 @@ def test_gateway_tools_keep_the_rest_permissions(mcp_url, make_bank, make_token)
     assert results[3] == {"banks": [A], "default": None}
 
 
-def test_seed_argument_names_and_astrocyte_result_shapes(mcp_url, make_bank, make_token):  # noqa: F811
+def test_seed_argument_names_and_astrocyte_result_shapes(mcp_url, make_bank, make_token):
     """The seed documentation's calls (``name`` + ``sections`` without an id, ``evidence``, the seed's
     delta-op shape) and the MCP result shapes of Astrocyte's live-memory tools."""
     alice = make_bank(A)

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from banks.providers.base import ProviderError, ProviderTimeout
@@ -15,42 +9,7 @@ from banks.providers.embeddings import HashingEmbedder, OpenAICompatibleEmbedder
 from banks.providers.extractive import ExtractiveLanguageModel
 from banks.providers.llm import OpenAICompatibleLanguageModel, build_llm
 from banks.providers.llm_types import Passage
-
-
-class FakeOpenAI(BaseHTTPRequestHandler):
-    delay = 0.0
-    status = 200
-    requests: list[dict] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeOpenAI.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        time.sleep(FakeOpenAI.delay)
-        if self.path.endswith("/embeddings"):
-            payload = {"data": [{"index": i, "embedding": [0.5, 0.5, 0.0, 0.0]} for i, _ in enumerate(body["input"])]}
-        else:
-            content = {"answer": "Alice prefers tea.", "cited_ids": ["m1", "bogus"], "confidence": 0.8,
-                       "entities": [{"name": "Alice", "entity_type": "PERSON"}]}
-            payload = {"choices": [{"message": {"content": json.dumps(content)}}]}
-        raw = json.dumps(payload).encode()
-        self.send_response(FakeOpenAI.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    FakeOpenAI.delay, FakeOpenAI.status, FakeOpenAI.requests = 0.0, 200, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+from tests.fakes import FakeOpenAI
 
 
 def test_hashing_is_deterministic_normalised_and_similar_for_near_texts():
@@ -64,30 +23,30 @@ def test_hashing_is_deterministic_normalised_and_similar_for_near_texts():
     assert embedder.embed_one("   ")[0] == 1.0
 
 
-def test_openai_embedder_calls_the_endpoint(server):
-    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="k", dimensions=4, timeout=5)
+def test_openai_embedder_calls_the_endpoint(openai_server):
+    embedder = OpenAICompatibleEmbedder("m", url=openai_server, api_key="k", dimensions=4, timeout=5)
     assert embedder.embed(["a", "b"]) == [[0.5, 0.5, 0.0, 0.0]] * 2
     assert FakeOpenAI.requests[0]["auth"] == "Bearer k"
     assert FakeOpenAI.requests[0]["body"] == {"model": "m", "input": ["a", "b"]}
 
 
-def test_openai_embedder_rejects_wrong_dimensions(server):
-    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=8, timeout=5)
+def test_openai_embedder_rejects_wrong_dimensions(openai_server):
+    embedder = OpenAICompatibleEmbedder("m", url=openai_server, api_key="", dimensions=8, timeout=5)
     with pytest.raises(ProviderError, match="wrong size"):
         embedder.embed(["a"])
 
 
-def test_slow_provider_times_out_with_a_clear_error(server):
+def test_slow_provider_times_out_with_a_clear_error(openai_server):
     FakeOpenAI.delay = 1.0
-    embedder = OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=4, timeout=0.2)
+    embedder = OpenAICompatibleEmbedder("m", url=openai_server, api_key="", dimensions=4, timeout=0.2)
     with pytest.raises(ProviderTimeout, match="did not answer within 0.2 s"):
         embedder.embed(["a"])
 
 
-def test_provider_http_error_is_reported(server):
+def test_provider_http_error_is_reported(openai_server):
     FakeOpenAI.status = 500
     with pytest.raises(ProviderError, match="HTTP 500"):
-        OpenAICompatibleEmbedder("m", url=server, api_key="", dimensions=4, timeout=5).embed(["a"])
+        OpenAICompatibleEmbedder("m", url=openai_server, api_key="", dimensions=4, timeout=5).embed(["a"])
 
 
 def test_unreachable_provider_is_reported():
@@ -95,8 +54,8 @@ def test_unreachable_provider_is_reported():
         OpenAICompatibleEmbedder("m", url="http://127.0.0.1:9", api_key="", dimensions=4, timeout=2).embed(["a"])
 
 
-def test_openai_llm_answers_and_keeps_only_known_citations(server):
-    llm = OpenAICompatibleLanguageModel("gpt", url=server, api_key="", timeout=5)
+def test_openai_llm_answers_and_keeps_only_known_citations(openai_server):
+    llm = OpenAICompatibleLanguageModel("gpt", url=openai_server, api_key="", timeout=5)
     answer = llm.answer("What does Alice drink?", [Passage("m1", "Alice prefers tea.")])
     assert answer.text == "Alice prefers tea." and answer.cited_ids == ["m1"] and answer.confidence == 0.8
     assert [e.name for e in llm.extract_entities("Alice")] == ["Alice"]

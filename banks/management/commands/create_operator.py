@@ -7,8 +7,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from banks.models import Bank, BankMembership, BankRole
+from banks.models import Bank, BankRole
 from banks.services.audit import audit_record
+from banks.services.memberships import membership_set
 
 
 class Command(BaseCommand):
@@ -41,7 +42,7 @@ class Command(BaseCommand):
                 bank = Bank.objects.active().filter(bank_id=bank_id).first()
                 if bank is None:
                     raise CommandError(f"Bank {bank_id!r} does not exist.")
-                BankMembership.objects.create(user=user, bank=bank, role=options["role"])
+                membership_set(user=user, bank=bank, role=options["role"], actor="cli")
             audit_record(actor="cli", action="operator.create", target_ids=[username],
                          details={"superuser": options["superuser"], "banks": options["banks"],
                                   "role": options["role"]})

@@ -14,8 +14,9 @@ from banks.models import Bank, Entity, Memory, MemoryEntity
 from banks.services.banks import bank_create
 from banks.services.memories import memory_retain
 from banks.services.merge import memory_merge
-from tests.banks.services.conftest import SlowProvider, run_in_threads
+from tests.banks.services.conftest import run_in_threads
 from tests.conftest import ApiClient
+from tests.fakes import SlowProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 THREADS = 8

@@ -1,0 +1,51 @@
+"""Bank memberships: which operator may read, curate or administer a bank in the curation UI.
+
+Every change is audited on the bank (who gained or lost which role): a membership decides who reads a
+bank's memories, so a change made anywhere (the admin, a command) must leave a trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from banks.models import Bank, BankMembership, BankRole
+from banks.services.audit import audit_record
+from memoryhub.errors import InvalidInput
+
+
+def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
+                   membership: BankMembership | None = None) -> BankMembership:
+    """Give ``user`` the ``role`` on ``bank``, or change ``membership`` (which may move to another user or
+    bank). One audit event on each bank concerned, never a silent change of who reads a bank."""
+    if role not in BankRole.values:
+        raise InvalidInput(f"must be one of {', '.join(BankRole.values)}", field="role")
+    with transaction.atomic():
+        row = (BankMembership.objects.select_for_update().select_related("user", "bank")
+               .filter(pk=membership.pk).first() if membership is not None and membership.pk else None)
+        if row is None:
+            row = BankMembership.objects.select_for_update().filter(user=user, bank=bank).first()
+        was = (row.user.get_username(), row.bank, row.role) if row is not None else None
+        if row is None:
+            row = BankMembership.objects.create(user=user, bank=bank, role=role)
+        else:
+            row.user, row.bank, row.role = user, bank, role
+            row.save(update_fields=["user", "bank", "role"])
+        if was is not None and (was[0] != user.get_username() or was[1].pk != bank.pk):
+            audit_record(actor=actor, action="membership.remove", bank=was[1], target_ids=[was[0]],
+                         details={"role": was[2], "replaced_by": [user.get_username(), bank.bank_id]})
+            was = None
+        audit_record(actor=actor, action="membership.set", bank=bank, target_ids=[user.get_username()],
+                     details={"role": role, **({"was": was[2]} if was is not None else {})})
+    return row
+
+
+def membership_remove(*, membership: BankMembership, actor: str) -> None:
+    with transaction.atomic():
+        audit_record(actor=actor, action="membership.remove", bank=membership.bank,
+                     target_ids=[membership.user.get_username()], details={"role": membership.role})
+        membership.delete()
+
+
+__all__ = ["membership_remove", "membership_set"]
