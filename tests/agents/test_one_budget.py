@@ -7,7 +7,6 @@ import httpx
 import pytest
 
 from banks.api.throttling import TokenRateThrottle
-from tests.agents.test_mcp import mcp_url  # noqa: F401  (fixture)
 
 A = "user-alice"
 
@@ -29,7 +28,7 @@ def _mcp_call(url: str, token: str, name: str, arguments: dict) -> httpx.Respons
                             "params": {"name": name, "arguments": arguments}}, timeout=30)
 
 
-def test_mcp_calls_are_counted_and_refused_over_the_limit(mcp_url, make_bank, make_token, rate):  # noqa: F811
+def test_mcp_calls_are_counted_and_refused_over_the_limit(mcp_url, make_bank, make_token, rate):
     make_bank(A)
     token = make_token({A: ["read"]})
     rate("5/min")
@@ -39,7 +38,7 @@ def test_mcp_calls_are_counted_and_refused_over_the_limit(mcp_url, make_bank, ma
     assert refused.json()["error"]["code"] == "rate_limited" and 1 <= int(refused.headers["Retry-After"]) <= 60
 
 
-def test_rest_agent_routes_and_mcp_share_one_budget(mcp_url, make_bank, make_token, rate):  # noqa: F811
+def test_rest_agent_routes_and_mcp_share_one_budget(mcp_url, make_bank, make_token, rate):
     from tests.conftest import ApiClient
 
     make_bank(A)

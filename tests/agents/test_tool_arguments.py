@@ -9,7 +9,7 @@ import pytest
 
 from agents.tool_args import ARGUMENTS, schema_name
 from agents.toolbox import BANKLESS, TOOLS
-from tests.agents.test_mcp import mcp_url, session_calls  # noqa: F401  (fixture)
+from tests.fakes import session_calls
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +56,7 @@ def test_a_missing_argument_is_a_400_naming_it(api_for, make_bank):
     assert response.status_code == 400 and response.json()["error"]["field"] == "observation_id"
 
 
-def test_mcp_refuses_the_same_arguments(mcp_url, make_bank, make_token):  # noqa: F811
+def test_mcp_refuses_the_same_arguments(mcp_url, make_bank, make_token):
     make_bank(A)
     token = make_token({A: ["read"]})
     _, results = asyncio.run(session_calls(mcp_url, token, [
