@@ -27,6 +27,7 @@ from banks.services.tokens import token_create, token_revoke
 from curation.access import actor, operator, operator_bank
 from curation.forms import GraphLinkForm, TokenForm
 from curation.graph_svg import ego_svg
+from memoryhub.csv_cells import neutralise_row
 from memoryhub.errors import InvalidInput, MemoryHubError
 from memoryhub.input_rules import utc_datetime
 from portability.formats.common import parse_time
@@ -136,8 +137,10 @@ def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     def lines():  # noqa: ANN202
         yield writer.writerow(["time", "actor", "action", "bank", "targets", "reason", "compliance"])
         for event in _audit_rows(request).iterator(chunk_size=2000):
-            yield writer.writerow([event.created_at.isoformat(), event.actor, event.action, event.bank_ref,
-                                   " ".join(event.target_ids), event.reason, event.compliance])
+            # Actors, reasons and targets come from callers: a cell a spreadsheet would run stays text.
+            yield writer.writerow(neutralise_row([event.created_at.isoformat(), event.actor, event.action,
+                                                  event.bank_ref, " ".join(event.target_ids), event.reason,
+                                                  event.compliance]))
 
     response = StreamingHttpResponse(lines(), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="memoryhub-audit.csv"'

@@ -1,6 +1,8 @@
 """CSV: a header row with a required ``content`` column. Tags as a JSON array, a pipe list or a comma
 list; ``created_at`` as ISO or epoch; other columns are kept in metadata, not dropped. Our writer adds
-``occurred_at``, ``memory_layer`` and JSON ``entities`` / ``links`` columns, so a bank comes back whole."""
+``occurred_at``, ``memory_layer`` and JSON ``entities`` / ``links`` columns, so a bank comes back whole,
+and writes a cell a spreadsheet would run as a formula with a leading apostrophe, which our reader
+removes again from files our writer wrote (``memoryhub.csv_cells``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memoryhub.csv_cells import neutralise_row, restore
 from portability.formats.common import iso, parse_time, str_list
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
@@ -84,7 +87,9 @@ def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[M
                 line = reader.line_num
                 if not any(cell.strip() for cell in row):
                     continue
-                cells = {columns[i]: value for i, value in enumerate(row) if i < len(columns)}
+                # Our own writer neutralised spreadsheet formulas (memoryhub.csv_cells); its cells come back exact.
+                cells = {columns[i]: restore(value) if exact else value for i, value in enumerate(row)
+                         if i < len(columns)}
                 content = cells.get("content") or ""
                 content = content if exact and content.strip() else content.strip()
                 if not content:
@@ -145,11 +150,11 @@ def write_csv(path: Path | Location, header: ArchiveHeader, records: Iterable[Me
                         for e in record.entities]
             links = [{"target_id": link.target_id, "link_type": link.link_type, "confidence": link.confidence,
                       **({"metadata": link.metadata} if link.metadata else {})} for link in record.links]
-            writer.writerow([record.memory_id, record.text, record.fact_type or "",
+            writer.writerow(neutralise_row([record.memory_id, record.text, record.fact_type or "",
                              json.dumps(record.tags, ensure_ascii=False), iso(record.created_at) or "",
                              iso(record.occurred_at) or "", record.source or "", record.memory_layer or "",
                              _dumps(record.metadata) if record.metadata else "", _dumps(entities) if entities else "",
-                             _dumps(links) if links else ""])
+                             _dumps(links) if links else ""]))
             count += 1
     return count
 
