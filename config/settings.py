@@ -295,6 +295,8 @@ MEMORYHUB_EMBEDDINGS_API_KEY = env_str("MEMORYHUB_EMBEDDINGS_API_KEY")
 MEMORYHUB_EMBEDDINGS_DIMENSIONS = env_int("MEMORYHUB_EMBEDDINGS_DIMENSIONS", 384)
 # BLAS threads the local model may use per call (0: as many as BLAS likes).
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", 1)
+# How MiniLM runs: "auto" (ONNX Runtime when installed, else numpy), "onnx" or "numpy" (banks.providers.minilm).
+MEMORYHUB_MINILM_RUNTIME = env_str("MEMORYHUB_MINILM_RUNTIME", "auto")
 # Usage counters are written by a background thread this often (0: in the request; banks.services.usage).
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
 # An import of this many memories or more moves the bank onto its own HNSW index, built after the

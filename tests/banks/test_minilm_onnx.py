@@ -1,0 +1,38 @@
+"""MiniLM on ONNX Runtime gives the numpy model's vectors (banks.providers.minilm_onnx)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from banks.providers import minilm_onnx
+from banks.providers.minilm import MiniLMEmbedder
+
+pytestmark = pytest.mark.skipif(not minilm_onnx.available(), reason="onnxruntime is not installed")
+
+TEXTS = [
+    "The heron waded at dawn.",
+    "Alice moved the billing cluster to the new region on 3 March; refunds are still pending.",
+    "x",
+    "",
+    "Un texte en français, avec des accents: déjà vu.",
+    " ".join(["word"] * 400),  # past the 256 word pieces the model reads
+]
+
+
+def test_onnx_vectors_are_the_numpy_vectors() -> None:
+    numpy_model, onnx_model = MiniLMEmbedder(runtime="numpy"), MiniLMEmbedder(runtime="onnx")
+    assert onnx_model.runtime == "onnx" and numpy_model.runtime == "numpy"
+    # One batch of texts of different lengths (padding and its mask), then each text alone.
+    batch_a, batch_b = numpy_model.embed_array(TEXTS), onnx_model.embed_array(TEXTS)
+    alone = np.array([onnx_model.embed_one(t) for t in TEXTS], dtype=np.float32)
+    for other in (batch_b, alone):
+        cosines = (batch_a * other).sum(axis=1)
+        assert cosines.min() > 0.99999, cosines
+        assert np.abs(batch_a - other).max() < 1e-4
+    assert not hasattr(onnx_model, "layers")  # the numpy weights are not held beside the session
+
+
+def test_auto_runs_onnx_when_installed() -> None:
+    assert MiniLMEmbedder(runtime="auto").runtime == "onnx"
+    assert MiniLMEmbedder(runtime="numpy").runtime == "numpy"
