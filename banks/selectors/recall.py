@@ -53,7 +53,9 @@ _HIT_COLUMNS = "id, memory_id, text, fact_type, metadata, tags, occurred_at, ret
 
 
 def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[str, list[Any]]:
-    clauses = [f"{alias}.bank_id = %s"]
+    # bigint as the column: the full-text GIN index (bank_id, search_vector) through btree_gin only
+    # takes a bank of its own type (an integer literal would leave the bank out of the index scan).
+    clauses = [f"{alias}.bank_id = %s::bigint"]
     params: list[Any] = [bank.pk]
     if filters.as_of is not None:
         # History: what was stored by then and not yet forgotten or archived at that moment.

@@ -7,8 +7,10 @@ bank itself and documents are scored with BM25 (k1 = 1.2, b = 0.75) from the ter
 
 Cost stays bounded:
 - document frequencies of all query lexemes are counted in one statement, each count capped
-  at ``COMMON_DF`` rows of the GIN index; a lexeme past the cap is "common" and its frequency
-  is estimated from the column statistics PostgreSQL keeps (``pg_stats.most_common_elems``);
+  at ``COMMON_DF`` rows of the bank in the GIN index (which leads with the bank, so another
+  tenant's rows are skipped, not walked); a lexeme past the cap is "common" and its frequency is
+  estimated from its share of the bank's newest ``RECENT_SAMPLE`` memories (never from the whole
+  table's statistics, which a big neighbour's vocabulary dominates);
 - only rare lexemes select candidates (when every lexeme is common, a bounded sample does),
   and at most ``MAX_CANDIDATES`` rows are scored, rows holding two or more of those lexemes
   first (``_candidates_sql``); every query lexeme still counts in the score;
@@ -38,6 +40,8 @@ B = 0.75
 # A lexeme in more rows than this is "common": it no longer selects candidates.
 COMMON_DF = 2000
 MAX_CANDIDATES = 4000
+# A common lexeme's frequency is its share of this many of the bank's newest memories, times the bank's size.
+RECENT_SAMPLE = 2000
 # Rows holding one question word scored beside enough rows holding two or more (see _candidates_sql).
 ONE_WORD_SHARE = 200
 # Past this many selecting lexemes the pairs would be too many: candidates are then taken as they come.
@@ -99,20 +103,18 @@ def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
     return stats
 
 
-def _common_frequencies(cursor: Any) -> dict[str, float]:
-    """Lexeme frequencies (share of rows) PostgreSQL's statistics keep for the full-text column."""
-    key = ("common",)
-    cached = _STATS.get(key)
-    if cached is not None:
-        return cached
-    cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-                   "WHERE tablename = 'banks_memory' AND attname = 'search_vector'")
-    row = cursor.fetchone()
-    freqs: dict[str, float] = {}
-    if row and row[0]:
-        freqs = {lexeme: float(f) for lexeme, f in zip(row[0], row[1] or [], strict=False)}
-    _STATS.set(key, freqs)
-    return freqs
+def _recent_shares(cursor: Any, bank: Bank, lexemes: list[str]) -> dict[str, float]:
+    """The share of the bank's newest RECENT_SAMPLE live memories holding each lexeme (one statement).
+
+    The bank's own figure, read through its (bank, retained_at) index: bounded whatever the bank's
+    size, and nothing another tenant writes changes it."""
+    cursor.execute(
+        "WITH recent AS MATERIALIZED (SELECT search_vector AS v FROM banks_memory WHERE bank_id = %s "
+        "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY retained_at DESC, id DESC LIMIT %s) "
+        "SELECT l.lexeme, (SELECT count(*) FROM recent WHERE v @@ l.query::tsquery)::float8 "
+        "/ greatest((SELECT count(*) FROM recent), 1) FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query)",
+        [bank.pk, RECENT_SAMPLE, lexemes, [tsquery_literal(lx) for lx in lexemes]])
+    return {str(lexeme): float(share) for lexeme, share in cursor.fetchall()}
 
 
 def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int) -> dict[str, int]:
@@ -137,7 +139,7 @@ def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int
     cursor.execute(
         "WITH t AS (SELECT live_rows FROM banks_banktextstatistics WHERE bank_id = %s AND search_config = %s) "
         "SELECT l.lexeme, s.documents, (SELECT live_rows FROM t), CASE WHEN s.documents IS NULL THEN "
-        "(SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s "
+        "(SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s::bigint "
         "AND search_vector @@ l.query::tsquery AND archived_at IS NULL AND forgotten_at IS NULL "
         "LIMIT %s) c) END FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query) "
         "LEFT JOIN banks_banklexeme s ON s.bank_id = %s AND s.lexeme = l.lexeme AND EXISTS (SELECT 1 FROM t)",
@@ -150,11 +152,11 @@ def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int
             counts[lexeme] = max(1, round(int(stored) * total / max(int(counted_over or 0), 1)))
         else:
             counted[lexeme] = int(n)
-    if any(n > COMMON_DF for n in counted.values()):
-        freqs = _common_frequencies(cursor)
-        for lexeme, n in counted.items():
-            if n > COMMON_DF:
-                counted[lexeme] = max(n, int(freqs.get(lexeme, 0.0) * total))
+    common = [lexeme for lexeme, n in counted.items() if n > COMMON_DF]
+    if common:
+        shares = _recent_shares(cursor, bank, common)
+        for lexeme in common:
+            counted[lexeme] = max(counted[lexeme], round(shares.get(lexeme, 0.0) * total))
     for lexeme, n in counted.items():
         if n >= MEMO_DF:
             _FREQUENT.set((bank.pk, config, lexeme), n)

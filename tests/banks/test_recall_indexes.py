@@ -74,7 +74,7 @@ def test_keyword_arm_uses_the_gin_index(big_bank):
     hits, plans = captured_plans(big_bank, RecallFilters(), query="zephyr")
     assert hits and "zephyr" in hits[0].text
     keyword = next(p for p in plans if "@@" in p)
-    assert "memory_search_gin" in keyword, keyword
+    assert "memory_bank_search_gin" in keyword, keyword
 
 
 def test_filters_do_not_starve_the_semantic_arm(big_bank):
@@ -93,6 +93,6 @@ def test_the_full_text_and_tag_indexes_keep_a_small_pending_list(db):
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_search_gin', 'memory_tags_gin')")
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_bank_search_gin', 'memory_tags_gin')")
         options = dict(cursor.fetchall())
-    assert options == {name: ["gin_pending_list_limit=256"] for name in ("memory_search_gin", "memory_tags_gin")}
+    assert options == {name: ["gin_pending_list_limit=256"] for name in ("memory_bank_search_gin", "memory_tags_gin")}
