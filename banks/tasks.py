@@ -81,6 +81,14 @@ def index_tags() -> list[int]:
     return bank_tag_indexes_refresh_all()
 
 
+@shared_task(name="banks.grow_vector_indexes")
+def grow_vector_indexes() -> list[int]:
+    """Move the banks of the shared vector graph that grew past the own-index size onto their own (Celery beat)."""
+    from banks.services.vector_indexes import bank_vector_indexes_grow
+
+    return bank_vector_indexes_grow()
+
+
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""

@@ -279,12 +279,16 @@ MEMORYHUB_TAG_INDEXES_PER_BANK = env_int("MEMORYHUB_TAG_INDEXES_PER_BANK", 64)
 MEMORYHUB_TAG_INDEX_SECONDS = env_int("MEMORYHUB_TAG_INDEX_SECONDS", 900)
 # A bank with more memories than this is deleted by a job (202) rather than inside the request.
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
+# Banks of the shared vector graph that grew to MEMORYHUB_OWN_VECTOR_INDEX_ROWS are moved onto their own this often.
+MEMORYHUB_OWN_VECTOR_INDEX_SECONDS = env_int("MEMORYHUB_OWN_VECTOR_INDEX_SECONDS", 300)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
     "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
     "banks-lexeme-statistics": {"task": "banks.count_lexemes", "schedule": float(MEMORYHUB_LEXEME_STATISTICS_SECONDS)},
     "banks-tag-indexes": {"task": "banks.index_tags", "schedule": float(MEMORYHUB_TAG_INDEX_SECONDS)},
+    "banks-vector-indexes": {"task": "banks.grow_vector_indexes",
+                             "schedule": float(MEMORYHUB_OWN_VECTOR_INDEX_SECONDS)},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -302,6 +306,10 @@ MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
 # An import of this many memories or more moves the bank onto its own HNSW index, built after the
 # load (docs/scaling.md); the build's memory and parallel workers (session settings, for that build only).
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)
+# A bank of the shared graph that grew to this many live memories moves onto its own index at the next
+# periodic pass (MEMORYHUB_OWN_VECTOR_INDEX_SECONDS, 300): reading it exactly or walking the shared graph
+# for it costs more than walking its own (banks.services.vector_indexes.bank_vector_indexes_grow).
+MEMORYHUB_OWN_VECTOR_INDEX_ROWS = env_int("MEMORYHUB_OWN_VECTOR_INDEX_ROWS", 2_000)
 # hnsw.ef_search of recall's graph walk on a bank's own index (banks.vectors.walk_breadth); wider finds
 # more of the true nearest neighbours, at some milliseconds per question at a million rows.
 MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 600)

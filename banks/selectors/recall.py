@@ -116,7 +116,8 @@ def _semantic(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
     gather = plan.walk_rows
     # A tag with a graph of its own is walked there (banks.models.tag_indexes), as wide as a bank's own graph.
     rows = nearest_rows(sql, lambda: [vector, *params, embedder.dimensions, embedder.name, vector, gather],
-                        limit=walk_breadth(gather, own=bank.own_vector_index or plan.tag_scope is not None),
+                        limit=walk_breadth(gather, own=bank.own_vector_index or plan.tag_scope is not None,
+                                           graph_rows=plan.graph_rows),
                         wanted=limit, scope=plan.tag_scope or vector_scope(bank.pk, "m", own=bank.own_vector_index),
                         exact_scope=plan.tag_scope or "TRUE")  # the tag's clause is a filter too
     # relaxed_order may return neighbours slightly out of order.

@@ -80,6 +80,8 @@ class SemanticPlan:
     rows: list[tuple[int, float]] | None
     walk_rows: int
     tag_scope: str | None = None
+    # The rows of the graph walked when it is the bank's own or a tag's (sizes the walk, banks.vectors.walk_breadth).
+    graph_rows: float | None = None
 
 
 def _tag_graph_rows(cursor: Any, bank: Bank, dims: int, tag: str) -> int | None:
@@ -104,7 +106,8 @@ def semantic_plan(bank: Bank, embedder: Any, vector: str, where: str, params: li
     walk). ``narrowed``: filters beyond the bank; a bank on its own graph without them just walks.
     ``tags``: the filter's tags; one that has a graph of its own is walked there."""
     if bank.own_vector_index and not narrowed:
-        return SemanticPlan(None, limit)
+        with read_connection().cursor() as cursor:
+            return SemanticPlan(None, limit, graph_rows=float(bank_text_stats(cursor, bank)[0]))
     cap = settings.MEMORYHUB_EXACT_SEARCH_ROWS
     with read_connection().cursor() as cursor:
         # The planner's figure for the bank alone changes only when it analyzes the table: kept a minute.
@@ -122,8 +125,9 @@ def semantic_plan(bank: Bank, embedder: Any, vector: str, where: str, params: li
         else:
             graph = float(bank_text_stats(cursor, bank)[0]) if bank.own_vector_index else _shared_graph_rows(cursor)
         walk = SemanticPlan(None, walk_rows(kept, graph, limit),
-                            tag_scope(bank.pk, embedder.dimensions, tags[0], "m") if tag_rows is not None else None)
-        if kept > cap or not read_beats_walk(kept, graph, limit, walk_breadth(limit, own=own)):
+                            tag_scope(bank.pk, embedder.dimensions, tags[0], "m") if tag_rows is not None else None,
+                            graph_rows=graph if own else None)
+        if kept > cap or not read_beats_walk(kept, graph, limit, walk_breadth(limit, own=own, graph_rows=walk.graph_rows)):
             return walk
         distance = distance_sql(embedder.dimensions, column="m.embedding")
         # Vetted: {distance} is distance_sql() (int-cast dimension), {where} the caller's _filters_sql().

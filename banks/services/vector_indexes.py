@@ -129,6 +129,36 @@ def bank_vector_index_build(bank: Bank) -> bool:
     return True
 
 
+def bank_vector_indexes_grow() -> list[int]:
+    """Periodic: move every bank of the shared graph that grew (by retains, smaller imports) to
+    ``MEMORYHUB_OWN_VECTOR_INDEX_ROWS`` live memories onto its own index, built at once, concurrently.
+
+    Such a bank was neither small nor alone in the graph: reading its rows exactly costs four buffer
+    visits a row (the vector is stored out of line), and a walk of the shared graph that the bank
+    filter mostly rejects visits ``graph / bank`` entries for every row it keeps. Its own graph is walked
+    in a few milliseconds. Never during a load into the bank (that load builds when it ends); until the
+    build is done the bank's semantic arm is exact, as after an import. Returns the banks moved."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT bank_id FROM banks_memory WHERE NOT own_vector_index AND archived_at IS NULL "
+                       "AND forgotten_at IS NULL GROUP BY bank_id HAVING count(*) >= %s",
+                       [settings.MEMORYHUB_OWN_VECTOR_INDEX_ROWS])
+        grown = [int(row[0]) for row in cursor.fetchall()]
+    moved: list[int] = []
+    for bank in Bank.objects.filter(pk__in=grown, deleted_at__isnull=True, own_vector_index=False).order_by("pk"):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
+            if not cursor.fetchone()[0]:
+                continue
+        try:
+            if bank_vector_index_adopt(bank):
+                bank_vector_index_build(bank)
+                moved.append(bank.pk)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
+    return moved
+
+
 def bank_vector_index_forget(bank_pk: int) -> None:
     """After a bank is deleted: its index (empty by now) goes too."""
     how = "" if connection.in_atomic_block else "CONCURRENTLY "

@@ -274,8 +274,13 @@ def test_a_big_import_refreshes_the_planners_statistics(make_bank, small_thresho
 
 
 @pytest.mark.django_db(transaction=True)
-def test_recall_walks_a_banks_own_index_wider_than_the_shared_one(make_bank, small_threshold, tmp_path, settings):
-    settings.MEMORYHUB_OWN_INDEX_EF_SEARCH = 321
+def test_recall_walks_a_banks_own_index_wider_than_the_shared_one(make_bank, small_threshold, tmp_path, settings,
+                                                                  monkeypatch):
+    import banks.vectors
+
+    settings.MEMORYHUB_OWN_INDEX_EF_SEARCH = 221
+    # A graph of 300 rows is walked at most 300 / OWN_GRAPH_SHARE wide: here as wide as it is.
+    monkeypatch.setattr(banks.vectors, "OWN_GRAPH_SHARE", 1)
     big, small = make_bank("big"), make_bank("small")
     texts = write_archive(tmp_path / "big.jsonl", 300)
     import_file(big, tmp_path / "big.jsonl")
@@ -288,9 +293,9 @@ def test_recall_walks_a_banks_own_index_wider_than_the_shared_one(make_bank, sma
             cursor.execute("SELECT current_setting('hnsw.ef_search')")
             return cursor.fetchone()[0]
 
-    assert big.own_vector_index and walked(big, texts[7]) == "321"
+    assert big.own_vector_index and walked(big, texts[7]) == "221"
     assert walked(small, "single note") == "50"  # as broad as the 50 candidates recall asks for
-    assert walked(big, texts[8]) == "321"  # switched back for the big bank
+    assert walked(big, texts[8]) == "221"  # switched back for the big bank
 
 
 @pytest.mark.django_db(transaction=True)
