@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE/DROP INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0024_duplicate_pair_order_index"),
+        ("banks", "0025_webhook_signature_schemes"),
     ]
 
     operations = [
