@@ -99,7 +99,7 @@ class Memory(EmbeddedText):
             # the index. At the 4 MB default a busy bank's keyword searches read hundreds of pending pages
             # and the planner gave up on the index (migration 0020).
             GinIndex(fields=["tags"], name="memory_tags_gin", gin_pending_list_limit=GIN_PENDING_LIST_KB),
-            # Full text leads with the bank (btree_gin, migration 0025): another tenant's frequent words
+            # Full text leads with the bank (btree_gin, migration 0026): another tenant's frequent words
             # are skipped through, not walked.
             GinIndex(fields=["bank", "search_vector"], name="memory_bank_search_gin",
                      gin_pending_list_limit=GIN_PENDING_LIST_KB),
