@@ -42,9 +42,11 @@ bench: $(STAMP)
 	$(PY) bench/duplicates_bench.py --bank import-bench-$(BENCH_MEMORIES)
 	$(PY) bench/curation_bench.py --bank import-bench-$(BENCH_MEMORIES)
 
+# The migration linter checks only migrations newer than its baseline (pyproject.toml, docs/operations.md).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py lintmigrations
 
 clean-db:
 	rm -rf var/

@@ -20,6 +20,8 @@ from config.settings import *  # noqa: E402,F403
 if not env_str("SECRET_KEY"):
     SECRET_KEY = "test-only-" + "k" * 50  # noqa: S105
     MEMORYHUB_SECRET_KEY_FILE = None
+# The migration linter (make lint: lintmigrations) is a development tool: installed with the test extra.
+INSTALLED_APPS = [*INSTALLED_APPS, "django_migration_linter"]  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = env_str("MEMORYHUB_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
