@@ -11,7 +11,7 @@ from typing import Any
 
 ARM_NAMES = ("semantic", "keyword", "graph", "temporal")
 
-# Tuned on bench/recall_quality.py (see README): on conversational memories BM25 is the stronger
+# Tuned on bench/recall_quality.py (see docs/benchmarks.md): on conversational memories BM25 is the stronger
 # single arm (questions reuse the words of their evidence), the semantic arm finds the paraphrases
 # it misses, the graph arm only breaks ties between memories that share the question's entities.
 # A smaller k than the customary 60 lets a top rank in one arm count for more.
