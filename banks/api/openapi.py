@@ -255,8 +255,11 @@ def _ref_or_object(model: type[BaseModel] | None) -> dict[str, Any]:
 def _unauthenticated(operation: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
     summary, codes = UNAUTHENTICATED[key]
     operation["summary"] = summary
-    operation["description"] = "No token: " + ("the source signs the body (X-Webhook-Signature)."
-                                              if key[0] == "WebhookIngestApi" else "a probe anyone may call.")
+    operation["description"] = "No token: " + (
+        "the source signs the request the way it is configured to: X-Webhook-Timestamp and "
+        "X-Webhook-Signature (sha256=HMAC of \"<timestamp>.<body>\", each signature accepted once), or "
+        "sha256=HMAC of the raw body in X-Astrocyte-Signature or the source's own header."
+        if key[0] == "WebhookIngestApi" else "a probe anyone may call.")
     operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") == "path"]
     operation.pop("requestBody", None)
     if key[0] == "WebhookIngestApi":
