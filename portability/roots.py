@@ -51,16 +51,6 @@ def every_bank_admin(principal: Principal) -> bool:
                                          for pattern, granted in principal.grants)
 
 
-def bank_dir(bank_id: str, root: Path | None = None) -> Location:
-    """The bank's directory in ``root`` (the first root by default)."""
-    roots = portability_roots()
-    chosen = root if root is not None else roots[0] if roots else None
-    if chosen is None:
-        contained_path("")  # no roots: the same 422 as any path, saying how to configure them
-        raise AssertionError("unreachable")
-    return Location(chosen, bank_parts(bank_id))
-
-
 def bank_location(principal: Principal, bank_id: str, path: str, *, write: bool) -> Location:
     """Where ``path`` is, if ``principal`` may read it (import) or bank ``bank_id`` may write it (export).
 
