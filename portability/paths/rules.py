@@ -39,7 +39,7 @@ _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _DOT_LOOKALIKES = frozenset(
     "\u2024\u2025\u2026\ufe52\uff0e\u3002\uff61\u0701\u0702\ua4f8\u2e33\u00b7"  # the first dozen
     "\u0387\u2027\u2219\u22c5\u2e31\u30fb\uff65\u16eb\u0660\u06f0\ua60e\u06d4\ufe12\u2981\u2e30"
-    "\u2022\u00b8\u02d9\u0589\u1427\u10fb\u2e3c\ufe19\U00010101\U0001d16d")
+    "\u2022\u00b8\u02d9\u0589\u1427\u10fb\u2e3c\ufe19\U00010101\U0001d16d\u0f0b\u1362\u1803\ufe45\ufe46")
 # Characters that render as a slash or a backslash.
 _SLASH_LOOKALIKES = frozenset("\u2044\u2215\u29f8\uff0f\u2571\u29f5\u2216\uff3c\ufe68\u2572\u3033\u1735")
 # Marks that render as nothing (Unicode's default-ignorable code points outside the format category) and
@@ -137,6 +137,8 @@ def _deceptive_segment(segment: str) -> str | None:
     for index, char in enumerate(segment):
         if unicodedata.combining(char) and index and segment[index - 1] == ".":
             return f"combining mark on a dot in {segment!r}"
+    if segment and unicodedata.combining(segment[0]):
+        return f"a name that starts with a combining mark (drawn on nothing) in {segment!r}"
     return None
 
 

@@ -265,7 +265,8 @@ def test_a_sanitised_upload_name_always_stays_in_the_root(root: Path) -> None:
 @pytest.mark.parametrize("name", ["\u0387\u0387", "\u2027", "\u30fb\u30fb", "\uff65", "\u2219\u2219", "\u22c5",
                                   "\u2e31", "\u0660\u0660", "\u06f0", "\ua60e", "\u16eb", "x\u2044y", "a\u2215b",
                                   "\uff0f", "\u29f8etc", "\u3164", "\u115f", "\u2800", "\u00a0", "\u3000",
-                                  ".\ufe0f.", "\u034f..", "..\U000e0100", "\u180b"])
+                                  ".\ufe0f.", "\u034f..", "..\U000e0100", "\u180b", "\u0f0b\u0f0b", "\u1362", "\ufe45",
+                                  "\u0301x"])
 def test_more_look_alike_and_invisible_segments_are_refused(root: Path, name: str) -> None:
     refused(f"{root}/{name}/x.jsonl", root, "deceptive_segment")
     with pytest.raises(PathNotAllowed):
