@@ -105,12 +105,21 @@ def find_duplicates(job_id: int) -> None:
     job_execute(job_id, work)
 
 
+@shared_task(name="banks.complete_vector_index")
+def complete_vector_index(job_id: int) -> None:
+    """Fill a bank's missing vectors and build its own index (queued by the job sweep)."""
+    from banks.services.jobs import job_execute
+    from banks.services.vector_index_jobs import vector_index_job_work
+
+    job_execute(job_id, vector_index_job_work)
+
+
 @shared_task(name="banks.remove_bank")
 def remove_bank(job_id: int) -> None:
     """Delete a hidden bank's rows in chunks (banks.services.bank_removal)."""
     from banks.models import Job
     from banks.services.bank_removal import bank_removal_run
-    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_start
+    from banks.services.jobs import JobCancelled, job_fail, job_finish, job_pulse, job_start
 
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.is_finished:
@@ -120,7 +129,8 @@ def remove_bank(job_id: int) -> None:
             job = job_start(job=job)
         except JobCancelled:
             pass  # a deletion is not undone: the bank is already gone for every client
-        counts = bank_removal_run(job)
+        with job_pulse(job.pk, cancellable=False):
+            counts = bank_removal_run(job)
     except Exception as exc:
         job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}; the deletion is taken up again by the job sweep")
         raise

@@ -250,6 +250,9 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
     }
 CELERY_TASK_DEFAULT_QUEUE = env_str("MEMORYHUB_CELERY_QUEUE", "memoryhub")
+# The job sweep has a queue of its own ("<default queue>-sweep", config.celery.route_task) served by a
+# worker of its own, so a pool busy with long imports never delays it (docs/operations.md).
+CELERY_TASK_ROUTES = ("config.celery.route_task",)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -277,6 +280,15 @@ MEMORYHUB_LEXEME_STATISTICS_SECONDS = env_int("MEMORYHUB_LEXEME_STATISTICS_SECON
 MEMORYHUB_TAG_INDEX_MIN = env_int("MEMORYHUB_TAG_INDEX_MIN", 10_000)
 MEMORYHUB_TAG_INDEXES_PER_BANK = env_int("MEMORYHUB_TAG_INDEXES_PER_BANK", 64)
 MEMORYHUB_TAG_INDEX_SECONDS = env_int("MEMORYHUB_TAG_INDEX_SECONDS", 900)
+# Jobs: every running job's pulse writes its heartbeat this often (banks.services.job_pulse); one silent for
+# MEMORYHUB_JOB_STALE_SECONDS has lost its worker, and the sweep (every MEMORYHUB_JOB_SWEEP_SECONDS) fails it
+# and resumes it, at most MEMORYHUB_JOB_AUTO_RESUMES times in a row. A job asked to cancel that has not stopped
+# after MEMORYHUB_JOB_CANCEL_GRACE_SECONDS has its statement cancelled, and its session ended after twice that.
+MEMORYHUB_JOB_PULSE_SECONDS = env_float("MEMORYHUB_JOB_PULSE_SECONDS", 5.0)
+MEMORYHUB_JOB_STALE_SECONDS = env_int("MEMORYHUB_JOB_STALE_SECONDS", 45)
+MEMORYHUB_JOB_SWEEP_SECONDS = env_int("MEMORYHUB_JOB_SWEEP_SECONDS", 15)
+MEMORYHUB_JOB_AUTO_RESUMES = env_int("MEMORYHUB_JOB_AUTO_RESUMES", 3)
+MEMORYHUB_JOB_CANCEL_GRACE_SECONDS = env_float("MEMORYHUB_JOB_CANCEL_GRACE_SECONDS", 5.0)
 # A bank with more memories than this is deleted by a job (202) rather than inside the request.
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 # Banks of the shared vector graph that grew to MEMORYHUB_OWN_VECTOR_INDEX_ROWS are moved onto their own this often.
@@ -284,7 +296,7 @@ MEMORYHUB_OWN_VECTOR_INDEX_SECONDS = env_int("MEMORYHUB_OWN_VECTOR_INDEX_SECONDS
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
     "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
-    "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": 60.0},
+    "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": float(MEMORYHUB_JOB_SWEEP_SECONDS)},
     "banks-lexeme-statistics": {"task": "banks.count_lexemes", "schedule": float(MEMORYHUB_LEXEME_STATISTICS_SECONDS)},
     "banks-tag-indexes": {"task": "banks.index_tags", "schedule": float(MEMORYHUB_TAG_INDEX_SECONDS)},
     "banks-vector-indexes": {"task": "banks.grow_vector_indexes",

@@ -3,25 +3,25 @@ on the Job row. Imports and re-extractions can be resumed after their last commi
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from banks.models import Bank, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.services.audit import audit_record
 from banks.services.entity_reextract import DEFAULT_BATCH, ReextractReport, entities_reextract
 from banks.services.jobs import (
-    JobCancelled,
     job_create,
     job_enqueue,
     job_fail,
     job_finish,
+    job_note,
+    job_phase,
     job_progress,
+    job_pulse,
     job_start,
+    job_stopped_cleanly,
 )
 from banks.services.memory_rows import rows_reembed
 from banks.services.vector_indexes import bank_vector_index_build
@@ -32,7 +32,7 @@ from portability.formats.registry import open_archive
 from portability.roots import stored_location
 from portability.services import archive_export, archive_import
 from portability.services.exporter import archive_export_as
-from portability.services.job_health import job_resume_params
+from portability.services.job_health import job_resume_params, jobs_to_resume
 
 KINDS = ("import", "export", "reembed", "reextract_entities")
 
@@ -43,10 +43,36 @@ def job_start_async(*, kind: str, bank: Bank, actor: str, params: dict[str, Any]
     return job_enqueue(job=job, send=lambda: send_task("portability.run_job", job.pk))
 
 
-def job_resume(*, job: Job, actor: str) -> Job:
-    """Start a new job that continues a failed or dead import after its last committed batch."""
-    resumed = job_start_async(kind=job.kind, bank=_bank(job), actor=actor, params=job_resume_params(job))
-    audit_record(actor=actor, action="job.resume", bank=job.bank, target_ids=[str(job.pk), str(resumed.pk)])
+def job_resume(*, job: Job, actor: str, automatic: bool = False) -> Job:
+    """Start a new job that continues a failed or dead import after its last committed batch.
+
+    Once per failed job: the failed row is locked while its continuation is created, so two resumes
+    (an operator's double click, the sweep and an operator) start one job; the second hears 409 with
+    the id of the one that runs.
+    """
+    params = job_resume_params(job, automatic=automatic)
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.resumed_by is not None:
+            raise Conflict(f"job {job.pk} was already resumed by job {locked.resumed_by}",
+                           job_id=locked.resumed_by)
+        resumed = job_start_async(kind=job.kind, bank=_bank(job), actor=actor, params=params)
+        Job.objects.filter(pk=job.pk).update(resumed_by=resumed.pk)
+        audit_record(actor=actor, action="job.resume", bank=job.bank, target_ids=[str(job.pk), str(resumed.pk)])
+    job.resumed_by = resumed.pk
+    return resumed
+
+
+def jobs_auto_resume() -> int:
+    """Resume every job whose worker died (the periodic sweep, right after it marked them): no operator
+    needed for a killed worker. Each is resumed once (``job_resume``'s lock)."""
+    resumed = 0
+    for job in jobs_to_resume():
+        try:
+            job_resume(job=job, actor="system:sweep", automatic=True)
+        except Conflict:
+            continue  # resumed meanwhile by an operator
+        resumed += 1
     return resumed
 
 
@@ -80,6 +106,7 @@ def _import(job: Job) -> None:
         source_label=f"import:{fmt}:{header.provider or path.name}",
         progress=lambda r: job_progress(job=job, done=r.lines, total=max(total or 0, r.lines) or None,
                                         counts=r.counts(), errors=r.errors),
+        phase=lambda name: job_phase(job, name),
     )
     if report.aborted:
         job_progress(job=job, done=report.lines, total=report.lines or None, counts=report.counts(),
@@ -93,6 +120,7 @@ def _import(job: Job) -> None:
 def _export(job: Job) -> None:
     params = job.params
     dest = stored_location(params["path"], bank_id=_bank(job).bank_id)
+    job_phase(job, "writing")
     if params.get("format", "ama") != "ama":
         report = archive_export_as(bank=_bank(job), dest=dest, fmt=params["format"], actor=job.created_by)
         job_finish(job=job, counts={"exported": report.exported_count}, result={
@@ -102,7 +130,8 @@ def _export(job: Job) -> None:
         bank=_bank(job), dest=dest, actor=job.created_by, include_embeddings=params.get("include_embeddings", False),
         include_entities=params.get("include_entities", True),
         include_observations=params.get("include_observations", True),
-        progress=lambda done, total: job_progress(job=job, done=done, total=total),
+        # Called while the export's COPY streams on this connection: noted for the pulse, never written here.
+        progress=lambda done, total: job_note(job, done=done, total=total),
     )
     job_finish(job=job, counts={"exported": report.exported_count}, result={
         "path": report.path, "exported_count": report.exported_count})
@@ -116,6 +145,8 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
     """
     embedder = bank_embedder(bank)
     total = Memory.objects.filter(bank=bank, pk__gt=after_pk).count()
+    if job is not None:
+        job_phase(job, "re-embedding", total=total)
     done, last_pk = 0, after_pk
     while True:
         rows = list(Memory.objects.filter(bank=bank, pk__gt=last_pk).order_by("pk").only("pk", "text")[:batch])
@@ -130,6 +161,8 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
         if job is not None:
             job_progress(job=job, done=done, total=total, counts={"reembedded": done, "after_pk": last_pk})
     # A bank on its own vector index needs it rebuilt when the new vectors have another size.
+    if job is not None:
+        job_phase(job, "building index")
     bank_vector_index_build(bank)
     return done
 
@@ -137,18 +170,6 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
 def _reembed(job: Job) -> None:
     done = reembed_bank(bank=_bank(job), job=job, after_pk=int(job.params.get("after_pk", 0)))
     job_finish(job=job, counts={"reembedded": done}, result={"reembedded": done})
-
-
-def _heartbeat(job: Job, every: float = 10.0) -> Callable[[], None]:
-    """A heartbeat for work between progress reports, written at most every ``every`` seconds."""
-    last = [time.monotonic()]
-
-    def beat() -> None:
-        if time.monotonic() - last[0] >= every:
-            last[0] = time.monotonic()
-            Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
-
-    return beat
 
 
 def _reextract(job: Job) -> None:
@@ -161,7 +182,7 @@ def _reextract(job: Job) -> None:
         bank=_bank(job), after_pk=int(job.params.get("after_pk", 0)),
         batch=int(job.params.get("batch", DEFAULT_BATCH)), checkpoint=checkpoint,
         progress=lambda r, total: job_progress(job=job, done=r.memories, total=total, counts=r.counts()),
-        alive=_heartbeat(job))
+        alive=lambda: job_note(job))
     audit_record(actor=job.created_by, action="bank.entities.reextract", bank=job.bank,
                  details={"job": job.pk, **report.counts()})
     job_finish(job=job, counts=report.counts(), result={**report.counts(), "after_pk": report.after_pk})
@@ -171,10 +192,12 @@ def job_run(job: Job) -> None:
     runners = {"import": _import, "export": _export, "reembed": _reembed, "reextract_entities": _reextract}
     try:
         job = job_start(job=job)
-        runners[job.kind](job)
-    except JobCancelled:
-        job_fail(job=job, message="cancelled by an operator", cancelled=True)
+        with job_pulse(job.pk):
+            runners[job.kind](job)
     except Exception as exc:  # the job row must say what went wrong, whatever it was
+        if job_stopped_cleanly(job, exc):
+            job_fail(job=job, message="cancelled by an operator", cancelled=True)
+            return
         message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
         if isinstance(exc, OSError) and exc.strerror:
             message = exc.strerror  # str(exc) would name the server's absolute path
@@ -183,4 +206,5 @@ def job_run(job: Job) -> None:
             raise
 
 
-__all__ = ["KINDS", "entities_reextract_start", "job_resume", "job_run", "job_start_async", "reembed_bank"]
+__all__ = ["KINDS", "entities_reextract_start", "job_resume", "job_run", "job_start_async", "jobs_auto_resume",
+           "reembed_bank"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from banks.models import Job
-from portability.jobs import job_run
+from portability.jobs import job_run, jobs_auto_resume
 from portability.services.job_health import jobs_sweep
 
 
@@ -26,5 +26,7 @@ def run_job(job_id: int) -> None:
 
 @shared_task(name="portability.sweep_jobs")
 def sweep_jobs() -> dict[str, int]:
-    """Periodic (Celery beat): dead jobs failed, orphan queued jobs ended, stale export temp files removed."""
-    return jobs_sweep()
+    """Periodic (Celery beat, on a queue of its own): dead jobs failed and resumed, orphan queued jobs
+    ended, stale export temp files removed, missing vector indexes queued as jobs."""
+    counts = jobs_sweep()
+    return {**counts, "resumed": jobs_auto_resume()}

@@ -49,9 +49,13 @@ def _database_url() -> str:
     return head + (f"?{query}" if query else "")
 
 
-def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
-    queue = f"test-{uuid.uuid4().hex[:10]}"
-    log = tmp_path / f"worker-{queue}.log"
+def start_worker(tmp_path: Path, broker: str, *, queue: str | None = None, queues: list[str] | None = None,
+                 beat: bool = False, name: str = "worker") -> WorkerProcess:
+    """A worker on ``queue`` (a new one unless given) and its sweep queue, or on ``queues`` exactly;
+    ``beat`` embeds Celery beat (its periodic tasks sent on ``queue``'s routes)."""
+    queue = queue or f"test-{uuid.uuid4().hex[:10]}"
+    listen = queues or [queue, f"{queue}-sweep"]
+    log = tmp_path / f"{name}-{queue}-{uuid.uuid4().hex[:6]}.log"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -68,7 +72,9 @@ def start_worker(tmp_path: Path, broker: str) -> WorkerProcess:
     handle = log.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",
-         "-Q", queue, "--without-heartbeat", "--without-mingle", "--without-gossip"],
+         "-Q", ",".join(listen), "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
+         "--without-heartbeat", "--without-mingle", "--without-gossip",
+         *(["-B", "-s", str(tmp_path / f"beat-{queue}")] if beat else [])],
         cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )
     worker = WorkerProcess(process=process, queue=queue, log=log)

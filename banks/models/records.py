@@ -96,6 +96,10 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # What a running job is doing now ("loading", "filling vectors", "building index"…), beaten by its pulse.
+    phase = models.CharField(max_length=64, blank=True, default="")
+    # The job that continues this failed one (one resume per failed job); no index: looked up by this row.
+    resumed_by = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

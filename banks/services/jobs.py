@@ -11,19 +11,30 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from banks.models import Bank, Job, JobState
 from banks.services.audit import audit_record
+from banks.services.job_pulse import (
+    JobCancelled,
+    job_check,
+    job_note,
+    job_phase,
+    job_pulse,
+    job_was_stopped,
+)
 from memoryhub.errors import Conflict
 from memoryhub.queue import enqueue_after_commit
 
 MAX_ERRORS_KEPT = 1000
-STALE_AFTER = timedelta(minutes=5)
 
 
-class JobCancelled(Exception):
-    pass
+def stale_after() -> timedelta:
+    """A running job whose heartbeat is older than this has lost its worker. Every job beats from its
+    pulse (banks.services.job_pulse) every few seconds whatever phase it is in, so this can be short."""
+    return timedelta(seconds=int(getattr(settings, "MEMORYHUB_JOB_STALE_SECONDS", 45)))
 
 
 def job_create(*, kind: str, actor: str, bank: Bank | None = None, params: dict[str, Any] | None = None,
@@ -61,8 +72,16 @@ def job_progress(*, job: Job, done: int, total: int | None = None, counts: dict[
     if errors is not None:
         changes["errors"] = errors[:MAX_ERRORS_KEPT]
     Job.objects.filter(pk=job.pk).update(**changes)
-    if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
-        raise JobCancelled
+    # The pulse writes its notes too: it must not put older numbers back.
+    job_note_quietly(job, done=done, total=total, counts=counts)
+    job_check(job)
+
+
+def job_note_quietly(job: Job, **notes: Any) -> None:
+    try:
+        job_note(job, **notes)
+    except JobCancelled:
+        pass  # job_check, right after, raises it where the caller expects it
 
 
 def job_finish(*, job: Job, result: dict[str, Any] | None = None, counts: dict[str, int] | None = None,
@@ -104,11 +123,23 @@ def job_cancel_request(*, job: Job, actor: str) -> Job:
 
 def job_is_stale(job: Job) -> bool:
     return job.state == JobState.RUNNING and (job.heartbeat_at is None or
-                                              timezone.now() - job.heartbeat_at > STALE_AFTER)
+                                              timezone.now() - job.heartbeat_at > stale_after())
 
 
-__all__ = ["JobCancelled", "job_cancel_request", "job_create", "job_enqueue", "job_fail", "job_finish",
-           "job_is_stale", "job_progress", "job_start"]
+def job_stopped_cleanly(job: Job, exc: BaseException) -> bool:
+    """After ``exc`` ended a job's work: if its pulse ended the work (an ignored cancel), the job is
+    cancelled and its connection, whose session was ended, is dropped. True when that was the case."""
+    if isinstance(exc, JobCancelled):
+        return True
+    if not job_was_stopped(job.pk):
+        return False
+    connection.close()
+    return True
+
+
+__all__ = ["JobCancelled", "job_cancel_request", "job_check", "job_create", "job_enqueue", "job_fail",
+           "job_finish", "job_is_stale", "job_note", "job_phase", "job_progress", "job_pulse", "job_start",
+           "job_stopped_cleanly", "stale_after"]
 
 
 # What a bank job's work returns: the counts shown while and after it runs, and its result.
@@ -128,11 +159,12 @@ def job_execute(job_id: int, work: Callable[[Job, Bank], JobOutcome]) -> None:
     bank = job.bank
     try:
         job = job_start(job=job)
-        counts, result = work(job, bank)
-    except JobCancelled:
-        job_fail(job=job, message="cancelled by an operator", cancelled=True)
-        return
+        with job_pulse(job.pk):
+            counts, result = work(job, bank)
     except Exception as exc:
+        if job_stopped_cleanly(job, exc):
+            job_fail(job=job, message="cancelled by an operator", cancelled=True)
+            return
         job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
         raise
     job_finish(job=job, counts=counts, result=result)

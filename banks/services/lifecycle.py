@@ -19,7 +19,16 @@ from banks.models import Bank, Job, LifecyclePolicy, Memory
 from banks.selectors.holds import bank_under_hold
 from banks.services.audit import audit_record
 from banks.services.forget import memory_forget
-from banks.services.jobs import JobCancelled, job_create, job_fail, job_finish, job_progress, job_start
+from banks.services.jobs import (
+    JobCancelled,
+    job_create,
+    job_fail,
+    job_finish,
+    job_progress,
+    job_pulse,
+    job_start,
+    job_stopped_cleanly,
+)
 from banks.services.memories import memories_archive
 from memoryhub.errors import InvalidInput
 
@@ -121,11 +130,15 @@ def lifecycle_run(*, bank: Bank, actor: str) -> LifecycleOutcome:
                    message="no enabled lifecycle policy: nothing to do")
         return LifecycleOutcome(job_id=job.pk)
     try:
-        outcome = _sweep(bank, _policy(row), actor, job)
+        with job_pulse(job.pk):
+            outcome = _sweep(bank, _policy(row), actor, job)
     except JobCancelled:
         job_fail(job=job, message="cancelled by an operator", cancelled=True)
         raise
     except Exception as exc:
+        if job_stopped_cleanly(job, exc):
+            job_fail(job=job, message="cancelled by an operator", cancelled=True)
+            raise JobCancelled from exc
         job_fail(job=job, message=f"{exc.__class__.__name__}: {exc}")
         raise
     LifecyclePolicy.objects.filter(pk=row.pk).update(last_run_at=timezone.now())

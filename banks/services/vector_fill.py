@@ -10,6 +10,8 @@ after. A text edited meanwhile got its own vector from the edit and is left alon
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.db import transaction
 
@@ -40,8 +42,11 @@ def _store(rows: list[tuple[int, str]], literals: list[str], embedder: Embedder)
         rows_vectors_fill([pk for pk, _ in rows], literals, embedder.name, embedder.dimensions)
 
 
-def bank_vectors_fill(bank: Bank) -> int:
-    """Embed every memory of ``bank`` stored without its vector; return how many were filled."""
+def bank_vectors_fill(bank: Bank, alive: Callable[[], None] | None = None) -> int:
+    """Embed every memory of ``bank`` stored without its vector; return how many were filled.
+
+    ``alive()`` runs after each stored batch (a job's heartbeat and cancel check; it may raise to stop:
+    the batches stored stay, the rest are filled by the next run)."""
     embedder = bank_embedder(bank)
     filled = 0
     with EmbedPool(embedder, settings.MEMORYHUB_EMBED_WORKERS) as pool:
@@ -52,5 +57,7 @@ def bank_vectors_fill(bank: Bank) -> int:
             ahead = pool.submit([text for _, text in following])
             _store(rows, pending.get(), embedder)
             filled += len(rows)
+            if alive is not None:
+                alive()
             rows, pending = following, ahead
     return filled

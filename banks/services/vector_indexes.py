@@ -13,7 +13,8 @@ Builds run ``CONCURRENTLY`` so retains and imports into every bank keep writing 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
@@ -66,6 +67,32 @@ def bank_vector_index_adopt(bank: Bank) -> bool:
     return True
 
 
+@contextmanager
+def _index_work(bank_pk: int, alive: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the bank's index lock (session level) for the block.
+
+    Taken by polling ``pg_try_advisory_lock`` rather than waiting in ``pg_advisory_lock``: a session
+    waiting inside a statement holds a snapshot, and ``CREATE INDEX CONCURRENTLY`` (run by whoever holds
+    the lock) waits for every older snapshot to go: the waiter and the build would wait on each other
+    until PostgreSQL ended one of them with "deadlock detected". ``alive`` runs while waiting (a job's
+    heartbeat and cancel check).
+    """
+    key = bank_lock_key(bank_pk)
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_CLASS, key])
+            if cursor.fetchone()[0]:
+                break
+        if alive is not None:
+            alive()
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, key])
+
+
 def _index_exists(bank_pk: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [bank_index_name(bank_pk)])
@@ -75,7 +102,9 @@ def _index_exists(bank_pk: int) -> bool:
 def bank_vector_index_drop(bank: Bank) -> None:
     """Drop the bank's own index (before a load big enough that rebuilding beats inserting)."""
     how = "" if connection.in_atomic_block else "CONCURRENTLY "
-    with connection.cursor() as cursor:
+    # Not while a build of it runs (a DROP waiting on the build's lock and the build waiting on the
+    # DROP's snapshot would deadlock).
+    with _index_work(bank.pk), connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {bank_index_name(bank.pk)}")
 
 
@@ -99,7 +128,7 @@ def bank_vector_index_prepare(bank: Bank, *, incoming: int) -> bool:
     return missing
 
 
-def bank_vector_index_build(bank: Bank) -> bool:
+def bank_vector_index_build(bank: Bank, alive: Callable[[], None] | None = None) -> bool:
     """Build the bank's own index if it is missing or invalid (a build killed half way); True if it built.
 
     Uses ``MEMORYHUB_INDEX_BUILD_MEMORY`` and ``MEMORYHUB_INDEX_BUILD_WORKERS`` for this session
@@ -111,20 +140,16 @@ def bank_vector_index_build(bank: Bank) -> bool:
     dims = bank_embedder(bank).dimensions
     name = bank_index_name(bank.pk)
     concurrently = not connection.in_atomic_block
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, bank_lock_key(bank.pk)])
-        try:
-            cursor.execute("SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
-                           "WHERE i.indexrelid = to_regclass(%s)", [name])
-            row = cursor.fetchone()
-            if row and row[0] and f"vector({dims})" in row[1]:
-                return False
-            if row:  # left invalid by an interrupted concurrent build, or for vectors of another size
-                cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
-            with index_build_settings(cursor):
-                cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently))
-        finally:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, bank_lock_key(bank.pk)])
+    with _index_work(bank.pk, alive), connection.cursor() as cursor:
+        cursor.execute("SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                       "WHERE i.indexrelid = to_regclass(%s)", [name])
+        row = cursor.fetchone()
+        if row and row[0] and f"vector({dims})" in row[1]:
+            return False
+        if row:  # left invalid by an interrupted concurrent build, or for vectors of another size
+            cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
+        with index_build_settings(cursor):
+            cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently))
     logger.info("built vector index %s for bank %s", name, bank.bank_id)
     return True
 
@@ -166,11 +191,12 @@ def bank_vector_index_forget(bank_pk: int) -> None:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {bank_index_name(bank_pk)}")
 
 
-def bank_vector_indexes_repair() -> int:
-    """Periodic: build the index of every bank that has none ready and no load running (an import
-    killed before its build, never resumed), filling in any vectors it left out first; until then the
-    bank's semantic recall is exact. Returns how many were built."""
-    built = 0
+def bank_vector_indexes_missing() -> list[Bank]:
+    """Banks on their own vector index with none ready and no load running into them (an import killed
+    before its build, never resumed): until it is built their semantic recall is exact, hence slow.
+    The periodic job sweep queues a build job for each (banks.services.vector_index_jobs); it builds
+    nothing itself."""
+    missing = []
     for bank in Bank.objects.filter(own_vector_index=True, deleted_at__isnull=True):
         with connection.cursor() as cursor:
             cursor.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)",
@@ -178,13 +204,24 @@ def bank_vector_indexes_repair() -> int:
             row = cursor.fetchone()
             if row and row[0]:
                 continue
+            # A load running holds its lock shared: it fills and builds when it ends. Only looked at, not held.
             cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
             if not cursor.fetchone()[0]:
-                continue  # an import is loading into it and builds when it ends
-        try:
-            bank_vectors_fill(bank)  # memories a killed import stored without their vectors
-            built += bank_vector_index_build(bank)
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
-    return built
+                continue
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOAD_CLASS, bank_lock_key(bank.pk)])
+        missing.append(bank)
+    return missing
+
+
+def bank_vector_index_complete(bank: Bank, *, phase: Callable[[str], None],
+                               alive: Callable[[], None] | None = None) -> dict[str, int]:
+    """Fill in the vectors a killed import left out, then build the bank's index: a job's two steps.
+
+    Holds no load lock: an import resumed meanwhile loads beside it (the fill only writes vectors still
+    missing, and the build waits for the index lock without holding a snapshot).
+    """
+    phase("filling vectors")
+    filled = bank_vectors_fill(bank, alive=alive)
+    phase("building index")
+    built = bank_vector_index_build(bank, alive=alive)
+    return {"vectors_filled": filled, "indexes_built": int(built)}

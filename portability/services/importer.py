@@ -393,12 +393,16 @@ def archive_import(
     extract_entities: bool = True,
     skip_records: int = 0,
     expected: int | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> ImportReport:
     """``records`` is a callable returning a fresh iterator (strict mode reads the archive twice).
 
     ``expected`` is the archive's own count of records when it says one: a big import moves the bank
     onto its own vector index, loads without HNSW upkeep and builds the index at the end.
+    ``phase(name)`` is told when the import enters each step (loading, filling vectors, building the
+    index, counting words), so a job can show it; it may raise to stop (what is committed stays).
     """
+    enter = phase or (lambda name: None)
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput(f"must be one of {', '.join(ON_CONFLICT)}", field="on_conflict")
     report = ImportReport(dry_run=dry_run, strict=strict, on_conflict=on_conflict)
@@ -436,16 +440,20 @@ def archive_import(
         importer.defer = build_index and defer_vectors(importer.embedder)
         importer.big = (expected or 0) - skip_records >= settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN
     with bank_loading(bank):
+        enter("loading")
         load(importer, batches(after(records(), skip_records, report), batch_size), progress)
         if not dry_run and (build_index or bank.own_vector_index):
             # Memories stored without their vectors (deferred) get them before the index is built.
+            enter("filling vectors")
             bank_vectors_fill(bank)
     if not dry_run:
         if build_index or bank.own_vector_index:
             # Batches are committed and searchable by keyword already; semantic recall is exact until this ends.
+            enter("building index")
             bank_vector_index_build(bank)
         report.unresolved_links = links_unresolved(bank)
         if importer.big:
+            enter("counting words")
             memory_statistics_refresh()
             bank_lexemes_after_load(bank)  # its word weights, before the first question
     # Bad lines are found while reading, duplicates while classifying: report them in file order.

@@ -3,8 +3,11 @@
 * A running job whose heartbeat stopped is marked failed, saying it can be resumed.
 * A queued job nobody ever picked up (its message was never sent, or was lost) is
   marked failed after a grace period, so it does not wait forever.
-* A bank moved onto its own vector index by an import that was killed before building it gets
-  the index built (its semantic recall is exact, hence slow, until then).
+* A bank moved onto its own vector index by an import that was killed before building it gets a job
+  queued that fills its vectors and builds the index (its semantic recall is exact, hence slow, until
+  then); the sweep itself builds nothing, so it stays quick and holds no lock an import needs.
+* A dead import, re-embedding or re-extraction is resumed by ``portability.jobs.jobs_auto_resume``
+  (called right after this by the sweep task), at most ``MEMORYHUB_JOB_AUTO_RESUMES`` times in a row.
 * Temporary files and directories left by killed exports (``atomic_write``'s
   ``.<name>.*.tmp`` and directory exports' ``.<name>.*.partial``) are removed from
   the portability roots once they are older than any live export could be.
@@ -22,7 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from banks.models import Job, JobState
-from banks.services.jobs import STALE_AFTER, job_is_stale
+from banks.services.jobs import job_is_stale, stale_after
 from memoryhub.errors import Conflict
 from portability.paths import Location, remove_stale_temporaries
 from portability.roots import portability_roots
@@ -40,7 +43,7 @@ def _temp_grace_seconds() -> int:
 
 def jobs_mark_dead(now: Any = None) -> dict[str, int]:
     now = now or timezone.now()
-    stale = Job.objects.filter(Q(heartbeat_at__lt=now - STALE_AFTER) | Q(heartbeat_at__isnull=True),
+    stale = Job.objects.filter(Q(heartbeat_at__lt=now - stale_after()) | Q(heartbeat_at__isnull=True),
                                state=JobState.RUNNING)
     dead = 0
     for job in stale:
@@ -64,15 +67,32 @@ def export_temp_files_remove(roots: list[Path] | None = None) -> int:
 
 def jobs_sweep() -> dict[str, int]:
     from banks.services.bank_removal import bank_deletions_resume
-    from banks.services.vector_indexes import bank_vector_indexes_repair
+    from banks.services.vector_index_jobs import vector_index_jobs_queue
 
     dead = jobs_mark_dead()  # first, so a deletion whose worker died is seen as such and started again
     return {**dead, "temp_files": export_temp_files_remove(), "deletions_resumed": bank_deletions_resume(),
-            "vector_indexes_built": bank_vector_indexes_repair()}
+            "vector_index_jobs": vector_index_jobs_queue()}
 
 
-def job_resume_params(job: Job) -> dict[str, Any]:
-    """The parameters of a job continuing a failed import or re-extraction after its last committed batch."""
+def auto_resumes_allowed() -> int:
+    return int(getattr(settings, "MEMORYHUB_JOB_AUTO_RESUMES", 3))
+
+
+def jobs_to_resume(now: Any = None) -> list[Job]:
+    """Jobs whose worker died (not those that failed on an error or were cancelled), not resumed yet,
+    that died recently, and whose chain of automatic resumes is not used up (a line that kills the
+    worker every time must not be retried forever)."""
+    now = now or timezone.now()
+    candidates = Job.objects.select_related("bank").filter(
+        state=JobState.FAILED, kind__in=RESUMABLE, result__resumable=True, resumed_by__isnull=True,
+        cancel_requested=False, bank__isnull=False, finished_at__gte=now - timedelta(hours=1)).order_by("pk")
+    return [job for job in candidates if int(job.params.get("auto_resumes", 0)) < auto_resumes_allowed()]
+
+
+def job_resume_params(job: Job, *, automatic: bool = False) -> dict[str, Any]:
+    """The parameters of a job continuing a failed import or re-extraction after its last committed batch.
+
+    ``automatic`` (the sweep's resume) counts the chain of automatic resumes; an operator's starts it again."""
     if job.kind not in RESUMABLE:
         raise Conflict(f"a {job.kind} job cannot be resumed; start it again")
     if job_is_stale(job):
@@ -80,14 +100,16 @@ def job_resume_params(job: Job) -> dict[str, Any]:
         job.refresh_from_db()
     if job.state != JobState.FAILED:
         raise Conflict(f"job {job.pk} is {job.state}; only a failed or dead job can be resumed")
+    chain = {"auto_resumes": int(job.params.get("auto_resumes", 0)) + 1} if automatic else {}
+    params = {key: value for key, value in job.params.items() if key != "auto_resumes"}
     if job.kind == "reextract_entities":
         # The checkpoint is written in the same transaction as each batch.
         after = max(int(job.result.get("after_pk", 0) or 0), int(job.params.get("after_pk", 0)))
-        return {**job.params, "after_pk": after, "resume_of": job.pk}
+        return {**params, **chain, "after_pk": after, "resume_of": job.pk}
     if job.kind == "reembed":
         # Its counts carry the last primary key of the last committed batch.
-        return {**job.params, "after_pk": int((job.counts or {}).get("after_pk", job.params.get("after_pk", 0))),
-                "resume_of": job.pk}
+        return {**params, "after_pk": int((job.counts or {}).get("after_pk", job.params.get("after_pk", 0))),
+                **chain, "resume_of": job.pk}
     # Progress is written after each batch commits, so progress_done counts the records already handled.
     done = max(int(job.progress_done or 0), int(job.params.get("skip_records", 0)))
-    return {**job.params, "skip_records": done, "resume_of": job.pk}
+    return {**params, **chain, "skip_records": done, "resume_of": job.pk}

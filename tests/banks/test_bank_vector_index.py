@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from banks.models import Bank, Memory
+from banks.models import Bank, Job, Memory
 from banks.selectors.recall import recall_memories
 from banks.services.memories import memory_retain
 from banks.services.vector_indexes import bank_vector_index_build, bank_vector_index_drop
@@ -146,7 +146,7 @@ def test_a_rerun_after_a_kill_builds_the_index_and_stores_nothing_twice(make_ban
 def test_the_periodic_repair_builds_a_missing_index_but_never_under_a_running_load(make_bank, small_threshold,
                                                                                    tmp_path):
     from banks.services.locks import BANK_LOAD_LOCK, bank_lock_key
-    from banks.services.vector_indexes import bank_loading, bank_vector_indexes_repair
+    from banks.services.vector_indexes import bank_loading, bank_vector_indexes_missing
     from portability.services.job_health import jobs_sweep
 
     bank = make_bank("big")
@@ -167,9 +167,13 @@ def test_the_periodic_repair_builds_a_missing_index_but_never_under_a_running_lo
         finally:
             other.close()
     assert vector_index_state(bank.pk) == "building"
-    assert jobs_sweep()["vector_indexes_built"] == 1
+    # The sweep builds nothing itself: it queues a job (run here at once, eagerly) whose phases fill and build.
+    assert jobs_sweep()["vector_index_jobs"] == 1
     assert vector_index_state(bank.pk) == "own"
-    assert bank_vector_indexes_repair() == 0
+    job = Job.objects.get(kind="vector_index", bank=bank)
+    assert (job.state, job.phase, job.result["indexes_built"]) == ("succeeded", "building index", 1)
+    assert bank_vector_indexes_missing() == []
+    assert jobs_sweep()["vector_index_jobs"] == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -228,7 +232,8 @@ def test_vectors_a_killed_fill_left_out_are_filled_by_the_sweep(make_bank, small
         embedding=None, embedding_model="", embedding_dims=None)
     _, _, trace, _ = recall_memories(bank, texts[3], max_results=3, arms=("semantic",))
     assert (trace.vector_index, trace.embeddings_pending) == ("building", 100)
-    assert jobs_sweep()["vector_indexes_built"] == 1
+    assert jobs_sweep()["vector_index_jobs"] == 1
+    assert Job.objects.get(kind="vector_index", bank=bank).result["vectors_filled"] == 100
     assert not Memory.objects.filter(bank=bank, embedding_dims__isnull=True).exists()
     assert top_hit(bank, texts[3]) == texts[3]
 

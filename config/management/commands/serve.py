@@ -21,6 +21,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from config.celery import sweep_queue
 from config.supervisor import Backoff, CallbackService, ProcessService, Service, Supervisor
 from memoryhub.embedded import (
     embedded_database_pid,
@@ -145,9 +146,15 @@ class Command(BaseCommand):
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         celery = [sys.executable, "-m", "celery", "-A", "config"]
         if not options["no_worker"]:
+            queue = settings.CELERY_TASK_DEFAULT_QUEUE
             services.append(ProcessService("worker", [
-                *celery, "worker", "--loglevel", "INFO",
+                *celery, "worker", "--loglevel", "INFO", "-Q", queue, "-n", f"{queue}@%h",
                 "--concurrency", env_str("MEMORYHUB_WORKER_CONCURRENCY", "2")], env=env, cwd=settings.BASE_DIR))
+            # The job sweep's own worker: one process, so dead jobs are found and resumed while every
+            # worker above is busy with long jobs.
+            services.append(ProcessService("sweeper", [
+                *celery, "worker", "--loglevel", "INFO", "-Q", sweep_queue(queue), "-n", f"{sweep_queue(queue)}@%h",
+                "--pool", "solo", "--without-gossip", "--without-mingle"], env=env, cwd=settings.BASE_DIR))
         if not options["no_beat"]:
             services.append(ProcessService("beat", [*celery, "beat", "--loglevel", "INFO"],
                                            env=env, cwd=settings.BASE_DIR))

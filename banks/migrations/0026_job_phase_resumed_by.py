@@ -1,0 +1,14 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    """Two columns on the jobs table: a constant default and a nullable column, no rewrite, no index."""
+
+    dependencies = [("banks", "0025_webhook_signature_schemes")]
+
+    operations = [
+        migrations.AddField(model_name="job", name="phase",
+                            field=models.CharField(blank=True, default="", max_length=64)),
+        migrations.AddField(model_name="job", name="resumed_by",
+                            field=models.BigIntegerField(blank=True, null=True)),
+    ]
