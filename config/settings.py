@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryhub.middleware.FrontClientAddressMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryhub.middleware.RequestIdMiddleware",
     "memoryhub.middleware.StreamingLivenessMiddleware",

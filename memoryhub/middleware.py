@@ -184,3 +184,17 @@ class DomainErrorPageMiddleware:
         if is_api_request(request) or not isinstance(exception, MemoryHubError):
             return None
         return domain_error(request, exception)
+
+
+class FrontClientAddressMiddleware:
+    """Behind the front (config.front) gunicorn listens on a Unix socket, so ``REMOTE_ADDR`` is empty;
+    the front sets ``X-Forwarded-For`` to its client's address (replacing whatever the client sent).
+    Believed only for requests that came over that socket: over TCP the header is the client's own word."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.META.get("REMOTE_ADDR") and (forwarded := request.META.get("HTTP_X_FORWARDED_FOR")):
+            request.META["REMOTE_ADDR"] = forwarded.split(",")[-1].strip()
+        return self.get_response(request)

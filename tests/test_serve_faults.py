@@ -93,7 +93,7 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
         wait_until(lambda: health(addr) == 200, 120, "the web server did not answer", log)
         wait_until(lambda: log.read_text(errors="replace").count(" ready.") >= 1, 60, "the worker was not ready", log)
         first = dict(started(log))
-        assert set(first) == {"worker", "beat", "mcp", "web"}
+        assert set(first) == {"worker", "sweeper", "beat", "mcp", "web", "front"}
         assert log.read_text(errors="replace").count("(portability.W001)") == 1
 
         os.kill(first["web"], signal.SIGKILL)
@@ -110,13 +110,14 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
         wait_until(lambda: health(addr) == 200, 60, "the restarted web server did not answer", log)
         wait_until(lambda: log.read_text(errors="replace").count(" ready.") >= 2, 60,
                    "the restarted worker was not ready", log)
-        assert pid_running(first["beat"]) and pid_running(first["mcp"])  # untouched by the others' crashes
+        # Untouched by the others' crashes; the front answers for the restarted gunicorn behind it.
+        assert all(pid_running(first[name]) for name in ("beat", "mcp", "front", "sweeper"))
 
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=90) == 0
         text = log.read_text(errors="replace")
         assert "MemoryHub stopped." in text
-        for pid in [*again.values(), first["beat"], first["mcp"]]:
+        for pid in [*again.values(), first["beat"], first["mcp"], first["front"], first["sweeper"]]:
             wait_until(lambda pid=pid: not pid_running(pid), 10, f"pid {pid} outlived serve", log)
         assert health(addr) == 0
     finally:

@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -35,6 +36,8 @@ from portability.roots import portability_roots
 # Request line, status, bytes, duration: enough to spot slow routes in the access log; and the request's
 # X-Request-ID, as the application's own lines of that request carry it (memoryhub.logs).
 ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms [%({x-request-id}o)s]'
+# Behind the front gunicorn's peer is its socket: the client is the address the front forwards.
+FRONT_ACCESS_LOG_FORMAT = '%({x-forwarded-for}i)s "%(r)s" %(s)s %(b)s %(M)sms [%({x-request-id}o)s]'
 
 
 def available_cores() -> int:
@@ -66,10 +69,30 @@ def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int, app
         "--timeout", str(timeout), "--graceful-timeout", "30", "--keep-alive", "5",
         # Recycle workers now and then so a slow leak can never grow without bound.
         "--max-requests", "5000", "--max-requests-jitter", "500",
-        "--access-logfile", "-", "--access-logformat", ACCESS_LOG_FORMAT,
+        "--access-logfile", "-",
+        "--access-logformat", FRONT_ACCESS_LOG_FORMAT if addr.startswith("unix:") else ACCESS_LOG_FORMAT,
         # Its default control socket is one path per user: two servers on a machine would fight over it.
         "--no-control-socket",
     ]
+
+
+def web_socket() -> Path:
+    """gunicorn's Unix socket behind the front, in a directory only this user can enter."""
+    run = Path(settings.VAR_DIR) / "run"
+    run.mkdir(mode=0o700, parents=True, exist_ok=True)
+    run.chmod(0o700)
+    return run / "web.sock"
+
+
+def front_command(addr: str, upstream: Path) -> list[str]:
+    """The buffering front on the public address (config.front)."""
+    spool = Path(settings.VAR_DIR) / "run" / "spool"
+    spool.mkdir(mode=0o700, exist_ok=True)
+    return [sys.executable, "-m", "config.front", "--bind", addr, "--upstream", str(upstream),
+            "--max-body", str(max(settings.MEMORYHUB_MAX_REQUEST_BYTES, settings.MEMORYHUB_MAX_UPLOAD_BYTES)
+                              + 1024 * 1024),
+            "--idle-timeout", str(env_float("MEMORYHUB_FRONT_IDLE_TIMEOUT", 60.0)), "--spool-dir", str(spool),
+            "--forwarded-allow-ips", os.environ.get("MEMORYHUB_FORWARDED_ALLOW_IPS", "")]
 
 
 class Command(BaseCommand):
@@ -86,6 +109,9 @@ class Command(BaseCommand):
                             help="threads per web worker; 1 (the default) serves with sync workers")
         parser.add_argument("--web-timeout", type=int, default=env_int("MEMORYHUB_WEB_TIMEOUT", 120),
                             help="seconds before gunicorn kills a worker stuck on one request")
+        parser.add_argument("--no-front", action="store_true", default=not env_bool("MEMORYHUB_WEB_FRONT", True),
+                            help="expose gunicorn itself on --addr, without the buffering front "
+                                 "(MEMORYHUB_WEB_FRONT=0; only behind a proxy that buffers requests, e.g. nginx)")
         parser.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
         parser.add_argument("--no-beat", action="store_true", help="do not start Celery beat (periodic tasks)")
         parser.add_argument("--no-mcp", action="store_true", help="do not start the MCP endpoint")
@@ -116,6 +142,8 @@ class Command(BaseCommand):
         server = "development server" if options["dev"] else (
             f"gunicorn, {options['web_workers']} workers" if options["web_threads"] <= 1
             else f"gunicorn, {options['web_workers']} workers of {options['web_threads']} threads")
+        if not options["dev"] and not options["no_front"]:
+            server += ", behind the buffering front"
         self.stdout.write(self.style.SUCCESS(
             f"MemoryHub is up: http://{options['addr']}/  ({server}; Ctrl-C stops it)"), ending="\n")
         self.stdout.flush()
@@ -164,8 +192,15 @@ class Command(BaseCommand):
         if options["dev"]:
             web = [*manage, "runserver", options["addr"], "--skip-checks"]
         else:
-            web = gunicorn_command(options["addr"], workers=max(1, options["web_workers"]),
+            bind = options["addr"] if options["no_front"] else f"unix:{web_socket()}"
+            web = gunicorn_command(bind, workers=max(1, options["web_workers"]),
                                    threads=max(1, options["web_threads"]), timeout=options["web_timeout"])
+            if not options["no_front"]:
+                # Started after gunicorn (same layer, list order) and stopped with it.
+                services.append(ProcessService("web", web, env=env, cwd=settings.BASE_DIR))
+                services.append(ProcessService("front", front_command(options["addr"], web_socket()), env=env,
+                                               cwd=settings.BASE_DIR))
+                return services
         services.append(ProcessService("web", web, env=env, cwd=settings.BASE_DIR))
         return services
 
