@@ -41,7 +41,8 @@ from django.utils import timezone  # noqa: E402
 from banks.content import content_hash  # noqa: E402
 from banks.models import Memory  # noqa: E402
 from banks.services.banks import bank_create  # noqa: E402
-from banks.services.bulk_memories import MemoryRow, write_memory_rows  # noqa: E402
+from banks.services.bulk_memories import MemoryRow  # noqa: E402
+from banks.services.memory_rows import rows_insert  # noqa: E402
 from banks.services.tokens import token_create  # noqa: E402
 from config.management.commands.serve import gunicorn_command  # noqa: E402
 
@@ -73,7 +74,7 @@ def populate(n: int) -> None:
                               content_hash=content_hash(text), embedding=vector, embedding_model=embedder.name,
                               embedding_dims=embedder.dimensions))
     with transaction.atomic():
-        write_memory_rows(bank.pk, rows, now)
+        rows_insert(bank.pk, rows, now)
 
 
 def wait_up(url: str) -> None:

@@ -15,7 +15,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from banks.services.bulk_memories import MemoryRow, write_memory_rows
+from banks.services.bulk_memories import MemoryRow
+from banks.services.memory_rows import rows_insert
 from tests.test_serve_faults import free_port, wait_until
 from tests.worker import REPO, _database_url
 
@@ -76,7 +77,7 @@ def test_slow_clients_do_not_starve_the_default_server(tmp_path, make_bank, make
     from django.test import Client
 
     with transaction.atomic():
-        write_memory_rows(bank.pk, rows, stamp)
+        rows_insert(bank.pk, rows, stamp)
     operator = get_user_model().objects.create_superuser(username="op", password="pw-for-test")
     browser = Client()
     browser.force_login(operator)

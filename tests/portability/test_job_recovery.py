@@ -15,6 +15,7 @@ from config.celery import app as celery_app
 from config.celery import route_task
 from memoryhub.errors import Conflict
 from portability.jobs import job_resume
+from tests.portability.fixtures import bank_folder
 from tests.worker import start_worker, wait_for
 
 
@@ -55,7 +56,7 @@ def test_an_import_whose_worker_is_killed_resumes_by_itself_exactly_once(fast_sw
         make_bank("user-alice")
         client = ApiClient(make_token())
         total = 20_000
-        _archive(tmp_path / "big.jsonl", total)
+        _archive(bank_folder(tmp_path, "user-alice") / "big.jsonl", total)
         first_id = client.post("/v1/import", {"bank_id": "user-alice", "path": str(tmp_path / "big.jsonl"),
                                               "async": True}).json()["job_id"]
         wait_for(lambda: Job.objects.filter(pk=first_id, progress_done__gte=500).exists(), timeout=300,
@@ -99,9 +100,9 @@ def test_an_import_whose_worker_is_killed_resumes_by_itself_exactly_once(fast_sw
 @pytest.mark.django_db
 def test_a_failed_job_is_resumed_once(make_bank, django_capture_on_commit_callbacks, tmp_path, settings):
     settings.MEMORYHUB_PORTABILITY_ROOTS = str(tmp_path)
-    _archive(tmp_path / "a.jsonl", 10)
+    _archive(bank_folder(tmp_path, "user-alice") / "a.jsonl", 10)
     bank = make_bank("user-alice")
-    failed = job_create(kind="import", actor="t", bank=bank, params={"path": str(tmp_path / "a.jsonl")})
+    failed = job_create(kind="import", actor="t", bank=bank, params={"path": "a.jsonl"})
     Job.objects.filter(pk=failed.pk).update(state="failed", progress_done=4)
     failed.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):
