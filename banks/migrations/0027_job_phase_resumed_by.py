@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     """Two columns on the jobs table: a constant default and a nullable column, no rewrite, no index."""
 
-    dependencies = [("banks", "0025_webhook_signature_schemes")]
+    dependencies = [("banks", "0026_bank_scoped_full_text_index")]
 
     operations = [
         migrations.AddField(model_name="job", name="phase",
