@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ARM_NAMES = ("semantic", "keyword", "graph", "temporal")
+# Lists the multi-hop stage adds after the first fusion (banks.selectors.recall_hops): weighted like arms.
+HOP_NAMES = ("hop", "session")
 
 # Tuned on bench/recall_quality.py (see docs/benchmarks.md): on conversational memories BM25 is the stronger
 # single arm (questions reuse the words of their evidence), the semantic arm finds the paraphrases
 # it misses, the graph arm only breaks ties between memories that share the question's entities.
 # A smaller k than the customary 60 lets a top rank in one arm count for more.
-DEFAULT_WEIGHTS = {"semantic": 1.0, "keyword": 1.5, "graph": 0.3, "temporal": 0.5}
+DEFAULT_WEIGHTS = {"semantic": 1.0, "keyword": 1.5, "graph": 0.3, "temporal": 0.5, "hop": 0.3, "session": 0.3}
 DEFAULT_RRF_K = 20
 # Candidates each arm brings: enough that a memory ranked mid-list by both arms can win.
 DEFAULT_DEPTH = 50
@@ -41,6 +43,8 @@ class RecallConfig:
     # (``include_directives``). On by default; a bank serving clients that read ``hits[0]`` as the best
     # memory (Astrocyte's) can turn it off.
     include_directives: bool = True
+    # One hop from the first fusion's best hits through the entity graph and the session (on by default).
+    multi_hop: bool = True
 
     def candidates(self, max_results: int) -> int:
         return max(self.depth, max(1, max_results) * OVERFETCH)
@@ -53,7 +57,7 @@ class RecallConfig:
         arms = tuple(a for a in raw.get("arms", cls.arms) if a in ARM_NAMES) or cls.arms
         weights = dict(DEFAULT_WEIGHTS)
         for name, value in (raw.get("weights") or {}).items():
-            if name in ARM_NAMES and isinstance(value, int | float) and value >= 0:
+            if name in ARM_NAMES + HOP_NAMES and isinstance(value, int | float) and value >= 0:
                 weights[name] = float(value)
         rrf_k = raw.get("rrf_k", DEFAULT_RRF_K)
         depth = raw.get("depth", DEFAULT_DEPTH)
@@ -71,13 +75,14 @@ class RecallConfig:
             else DEFAULT_RERANK_DEPTH,
             expand=raw.get("expand", False) is True,
             include_directives=raw.get("include_directives", True) is not False,
+            multi_hop=raw.get("multi_hop", True) is not False,
         )
 
     def as_settings(self) -> dict[str, Any]:
         return {"arms": list(self.arms), "weights": dict(self.weights), "rrf_k": self.rrf_k, "depth": self.depth,
                 "time_aware": self.time_aware,
                 "rerank": {"enabled": self.rerank, "candidates": self.rerank_depth}, "expand": self.expand,
-                "include_directives": self.include_directives}
+                "include_directives": self.include_directives, "multi_hop": self.multi_hop}
 
 
 @dataclass

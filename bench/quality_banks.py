@@ -1,6 +1,14 @@
-"""Build a bank from a recall-quality corpus: every turn one memory, embedded in batches, entities linked."""
+"""Build a bank from a recall-quality corpus: every turn one memory, embedded in batches, entities linked.
+
+Each turn is stored as an Astrocyte client sends a conversation: ``metadata.session_id`` and its role,
+occurred at its session's date, created a second after the turn before it (the session's order). The
+turns' contexts (banks.turn_context) are computed as retain computes them, with ``context_turns``
+preceding turns (0: none).
+"""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -10,11 +18,15 @@ from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.recall_eval import Corpus
 from banks.services.entities import attach_entities
+from banks.services.turn_context import turn_context_refresh
 
 
-def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64) -> Bank:
+def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64, context_turns: int = 1) -> Bank:
     """The bank (reused when it already holds every turn), embedded with ``embeddings``."""
     bank, _ = Bank.objects.get_or_create(bank_id=bank_id, defaults={"embedding_provider": embeddings})
+    bank.config = {**(bank.config or {}), "recall": {**((bank.config or {}).get("recall") or {}),
+                                                     "context_turns": context_turns}}
+    bank.save(update_fields=["config"])
     if Memory.objects.filter(bank=bank).count() >= len(corpus.turns):
         return bank
     Memory.objects.filter(bank=bank).delete()
@@ -34,9 +46,11 @@ def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64
             if digest in seen_hashes:
                 continue
             seen_hashes.add(digest)
+            position = int(turn.key.rsplit(":", 1)[1])
             rows.append(Memory(bank=bank, memory_id=turn.key, text=turn.text, fact_type="experience",
                                metadata={"session_id": turn.session_id, "role": turn.role},
-                               occurred_at=turn.occurred_at, created_at=turn.occurred_at, retained_at=now,
+                               occurred_at=turn.occurred_at,
+                               created_at=turn.occurred_at + timedelta(seconds=position), retained_at=now,
                                content_hash=digest, embedding=vector, embedding_model=embedder.name,
                                embedding_dims=embedder.dimensions))
         with transaction.atomic():
@@ -45,4 +59,6 @@ def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64
                 entities = [{"name": e.name, "entity_type": e.entity_type} for e in llm.extract_entities(memory.text)]
                 if entities:
                     attach_entities(memory, entities)
+            # As the writers do: the turns' contexts, their neighbours', and (after the commit) their vectors.
+            turn_context_refresh(bank=bank, pks=[m.pk for m in created])
     return bank

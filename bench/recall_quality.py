@@ -1,17 +1,24 @@
-"""Recall quality on long multi-session conversations with labelled evidence.
+"""Recall quality on long multi-session conversations with labelled evidence, stage by stage.
 
-    .venv/bin/python bench/recall_quality.py                       # the committed sample
+    .venv/bin/python bench/recall_quality.py                       # the committed data (below)
     .venv/bin/python bench/recall_quality.py --data DIR --questions 120 --embedders minilm,hashing
     MEMORYHUB_RERANK=http MEMORYHUB_RERANK_URL=... .venv/bin/python bench/recall_quality.py --stages
 
-DIR holds LongMemEval instances (one JSON file each, or one JSON list). Every turn of every
-chosen instance is stored as one memory that occurred at its session date, in one bank per
-embedder; every question is asked against that whole bank with its own date as the reference.
-Prints recall@5/@10, MRR and nDCG@10 per question category and overall, with p50/p95 latency,
-for each arm alone, the fused hybrid, and the textbook baselines computed here in Python
-(BM25, cosine on the same vectors, and their plain RRF). Uses its own database under var/bench.
-``--stages`` adds "hybrid + rerank" (with the reranker MEMORYHUB_RERANK names) and "hybrid +
-expansion" (with the chat model MEMORYHUB_LLM names) when they are configured.
+The committed data: ``tests/fixtures/recall_sample.json`` (18 LongMemEval questions) and
+``tests/fixtures/recall_invented.json`` (20 questions over conversations invented for this project:
+short replies that need the turn before them, questions joining two facts, "when" questions; their
+kinds are shown as "invented <kind>"), pooled into one bank. DIR holds LongMemEval instances (one
+JSON file each, or one JSON list) and replaces the sample. Every turn is stored as one memory that
+occurred at its session date, in its session (``metadata.session_id``), in two banks per embedder:
+one indexing every turn with its context (banks.turn_context, the default) and one without; every
+question is asked against the whole bank with its own date as the reference.
+
+Prints recall@5/@10, MRR and nDCG@10 overall and recall@10 per question kind, with p50/p95 latency
+(taken in this process: on a shared machine, not representative), for each arm alone and the fused
+hybrid on both banks, the hybrid without its multi-hop stage, and the textbook baselines computed
+here in Python (BM25, cosine on the same vectors, and their plain RRF). Uses its own database under
+var/bench. ``--stages`` adds "hybrid + rerank" (the reranker MEMORYHUB_RERANK names) and "hybrid +
+expansion" (the chat model MEMORYHUB_LLM names) when they are configured.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -41,18 +49,44 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from banks.models import Bank, Memory  # noqa: E402
-from banks.recall_eval import Corpus, PlainBM25, build_corpus, load_instances, metrics, plain_rrf, summarise  # noqa: E402
+from banks.recall_eval import (  # noqa: E402
+    Corpus,
+    PlainBM25,
+    build_corpus,
+    load_instances,
+    metrics,
+    plain_rrf,
+    summarise,
+)
 from banks.recall_fusion import RecallConfig  # noqa: E402
 from banks.selectors.recall import RecallFilters, query_vector, recall_memories  # noqa: E402
 from bench.quality_banks import build_bank  # noqa: E402
 
 SAMPLE = REPO / "tests" / "fixtures" / "recall_sample.json"
-CONFIGS = {
+INVENTED = REPO / "tests" / "fixtures" / "recall_invented.json"
+CONFIGS: dict[str, dict[str, Any]] = {
     "semantic": {"arms": ["semantic"], "time_aware": False},
     "keyword (BM25)": {"arms": ["keyword"], "time_aware": False},
     "graph": {"arms": ["graph"], "time_aware": False},
     "hybrid": {},
+    "hybrid, no multi-hop": {"multi_hop": False},
 }
+# On the bank without contexts: what the context stage adds, arm by arm.
+PLAIN_CONFIGS: dict[str, dict[str, Any]] = {
+    "semantic, no context": {"arms": ["semantic"], "time_aware": False},
+    "keyword (BM25), no context": {"arms": ["keyword"], "time_aware": False},
+    "hybrid, no context": {},
+    "hybrid, no context, no multi-hop": {"multi_hop": False},
+}
+
+
+def committed_corpus() -> Corpus:
+    """The LongMemEval sample and the invented conversations, pooled (their kinds kept apart)."""
+    sample = build_corpus(load_instances(SAMPLE))
+    invented = build_corpus(load_instances(INVENTED), max_sessions=50)
+    for question in invented.questions:
+        question.category = f"invented {question.category}"
+    return Corpus(turns={**sample.turns, **invented.turns}, questions=sample.questions + invented.questions)
 
 
 def run_config(bank: Bank, corpus: Corpus, settings: dict, clear: bool = True) -> tuple[dict, list[float]]:
@@ -124,9 +158,9 @@ def sweep(bank: Bank, corpus: Corpus) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=SAMPLE)
+    parser.add_argument("--data", type=Path, default=None, help="LongMemEval instances (default: the committed data)")
     parser.add_argument("--questions", type=int, default=None, help="questions to draw (evenly per category)")
-    parser.add_argument("--embedders", default="minilm,hashing")
+    parser.add_argument("--embedders", default="minilm")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sweep", action="store_true", help="also try a grid of fusion weights and RRF k")
     parser.add_argument("--stages", action="store_true",
@@ -144,7 +178,8 @@ def main() -> None:
             configs["hybrid + expansion"] = {"expand": True}
         print(f"stages measured: {[name for name in configs if '+' in name] or 'none configured'}")
     call_command("migrate", verbosity=0)
-    corpus = build_corpus(load_instances(args.data), questions=args.questions, seed=args.seed)
+    corpus = committed_corpus() if args.data is None else \
+        build_corpus(load_instances(args.data), questions=args.questions, seed=args.seed)
     digest = hashlib.sha1("".join(sorted(corpus.turns)).encode()).hexdigest()[:8]
     counts: dict[str, int] = {}
     for q in corpus.questions:
@@ -153,10 +188,13 @@ def main() -> None:
     for spec in [s for s in args.embedders.split(",") if s]:
         started = time.perf_counter()
         bank = build_bank(f"quality-{spec.replace(':', '-')}-{digest}", spec, corpus)
-        print(f"bank {bank.bank_id} ready in {time.perf_counter() - started:.0f} s")
+        plain = build_bank(f"quality-{spec.replace(':', '-')}-{digest}-plain", spec, corpus, context_turns=0)
+        print(f"banks {bank.bank_id}, {plain.bank_id} ready in {time.perf_counter() - started:.0f} s")
         results: dict[str, tuple[dict, list[float] | None]] = {}
         for name, settings in configs.items():
             results[name] = run_config(bank, corpus, settings)
+        for name, settings in PLAIN_CONFIGS.items():
+            results[name] = run_config(plain, corpus, settings)
         for name, summary in run_baselines(bank, corpus).items():
             results[name] = (summary, None)
         print_table(f"embedder {spec}", results)

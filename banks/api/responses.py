@@ -47,6 +47,11 @@ class HitRanks(BaseModel):
     # Present when the rerank stage ran: its rank and score for the memory.
     rerank_rank: int | None = None
     rerank_score: float | None = None
+    # Present for a conversation turn: what it was indexed with besides its text (its speaker, its
+    # session's date, the turns before it). The hit's text is the memory's own, always.
+    context: str | None = None
+    # Present when the memory was found by following the first arms' best hits (entity graph or session).
+    hop_from: str | None = None
 
 
 class RerankNote(BaseModel):

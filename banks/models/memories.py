@@ -81,6 +81,14 @@ class Memory(EmbeddedText):
     # Copy of the bank's flag (a trigger sets it on insert): the shared HNSW indexes leave these rows out,
     # the bank's own partial index holds them. See banks.vectors.vector_scope.
     own_vector_index = models.BooleanField(default=False, db_default=False)
+    # A conversation turn's session, read from its metadata by a trigger whoever inserts it (``session_id``,
+    # or the conversation of a ChatGPT / AgentOS import; migration 0025). Null: not part of a conversation.
+    session_key = models.CharField(max_length=255, null=True, blank=True, editable=False)  # noqa: DJ001
+    # What recall indexes with a turn beside its own text (banks.services.turn_context): its speaker, its
+    # session's date, the turns before it. Never shown as the memory's text, never exported as it.
+    context = models.TextField(null=True, blank=True, editable=False)  # noqa: DJ001
+    # The keyword arm's vector of such a turn: to_tsvector(search_config, text + context), set by a trigger.
+    context_vector = SearchVectorField(null=True, blank=True, editable=False)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -103,6 +111,12 @@ class Memory(EmbeddedText):
             # are skipped through, not walked.
             GinIndex(fields=["bank", "search_vector"], name="memory_bank_search_gin",
                      gin_pending_list_limit=GIN_PENDING_LIST_KB),
+            # A conversation turn's text with its context (migration 0027), led by the bank the same way.
+            GinIndex(fields=["bank", "context_vector"], name="memory_bank_context_gin",
+                     gin_pending_list_limit=GIN_PENDING_LIST_KB, condition=Q(context_vector__isnull=False)),
+            # A session's turns in order, for a turn's context and its neighbours' (banks.services.turn_context).
+            models.Index(fields=["bank", "session_key", "created_at", "id"], name="memory_session_turns",
+                         condition=Q(session_key__isnull=False)),
             models.Index(fields=["bank", "-retained_at", "-id"], name="memory_bank_retained"),
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
             # The changes feed reads a bank in (updated_at, id) order.

@@ -22,11 +22,13 @@ from banks.content import estimate_tokens
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import embedder_available
-from banks.recall_fusion import RecallConfig, rrf_fuse
+from banks.recall_fusion import HOP_NAMES, RecallConfig, rrf_fuse
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
 from banks.selectors.recall_exact import semantic_plan
 from banks.selectors.recall_expand import expand_stage
+from banks.selectors.recall_hops import SEEDS as HOP_SEEDS
+from banks.selectors.recall_hops import hop_lists
 from banks.selectors.recall_keyword import keyword_arm
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_rerank import rerank_stage
@@ -49,7 +51,8 @@ __all__ = ["RecallFilters", "RecallHit", "RecallOutcome", "RecallTrace", "query_
 
 # What a hit shows of a memory row (vectors stay in the database), read without the ORM: composing
 # that query cost more than running it, on every recall.
-_HIT_COLUMNS = "id, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer"
+_HIT_COLUMNS = ("id, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer, "
+                "context")
 
 
 def _filters_sql(bank: Bank, filters: RecallFilters, alias: str = "m") -> tuple[str, list[Any]]:
@@ -138,18 +141,31 @@ def _query_entities(query: str) -> list[str]:
     return [e.name.lower() for e in get_llm("extractive").extract_entities(query)]
 
 
+# Turns after one naming an entity that inherit it for the graph arm when they name none themselves.
+INHERIT_TURNS = 2
+
+
 def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
     names = _query_entities(query)
     if not names:
         return []
     where, params = _filters_sql(bank, filters)
     # Vetted: {where} comes from _filters_sql() (fixed clauses with %s placeholders); names are parameters.
-    sql = (f"SELECT m.id, count(DISTINCT e.id) AS n FROM banks_entity e "  # noqa: S608
+    # A conversation turn naming no entity ("She said he needs two kilos") inherits those of the turn
+    # naming them just before it in its session (INHERIT_TURNS turns on), a little below that turn.
+    sql = (f"WITH named AS (SELECT m.id, count(DISTINCT e.id) AS n FROM banks_entity e "  # noqa: S608
            f"JOIN banks_memoryentity me ON me.entity_id = e.id JOIN banks_memory m ON m.id = me.memory_id "
            f"WHERE e.bank_id = %s AND (lower(e.name) = ANY(%s) OR e.entity_id = ANY(%s)) AND {where} "
-           f"GROUP BY m.id ORDER BY n DESC, m.id DESC LIMIT %s")
+           f"GROUP BY m.id ORDER BY n DESC, m.id DESC LIMIT %s), "
+           f"inherited AS (SELECT f.id, s.n - 0.5 AS n FROM named s JOIN banks_memory c ON c.id = s.id "
+           f"CROSS JOIN LATERAL (SELECT m.id FROM banks_memory m WHERE m.bank_id = c.bank_id "
+           f"AND m.session_key = c.session_key AND (m.created_at, m.id) > (c.created_at, c.id) AND {where} "
+           f"ORDER BY m.created_at, m.id LIMIT %s) f WHERE c.session_key IS NOT NULL "
+           f"AND NOT EXISTS (SELECT 1 FROM banks_memoryentity x WHERE x.memory_id = f.id)) "
+           f"SELECT id, max(n) FROM (SELECT id, n FROM named UNION ALL SELECT id, n FROM inherited) u "
+           f"GROUP BY id ORDER BY 2 DESC, id DESC LIMIT %s")
     with read_connection().cursor() as cursor:
-        cursor.execute(sql, [bank.pk, names, names, *params, limit])
+        cursor.execute(sql, [bank.pk, names, names, *params, limit, *params, INHERIT_TURNS, limit])
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
 
@@ -177,13 +193,14 @@ def hit_rows(pks: list[int]) -> dict[int, tuple[Any, ...]]:
 
 def hit_from_row(row: tuple[Any, ...], score: float, bank_id: str, strategies: list[str] | None = None) -> RecallHit:
     """A hit from a row of ``hit_rows`` (columns ``_HIT_COLUMNS``)."""
-    _, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer = row
+    _, memory_id, text, fact_type, metadata, tags, occurred_at, retained_at, source, memory_layer, context = row
     if isinstance(metadata, str):  # jsonb arrives as text on Django's connections
         metadata = json.loads(metadata)
     return RecallHit(
         memory_id=memory_id, text=text, score=round(score, 6), bank_id=bank_id, fact_type=fact_type,
         metadata=metadata or {}, tags=list(tags or []), occurred_at=occurred_at, retained_at=retained_at,
         source=source, memory_layer=memory_layer, layer=memory_layer or "fact", strategies=strategies or [],
+        context=context,
     )
 
 
@@ -273,6 +290,18 @@ def recall_memories(
         trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
     fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
+    hop_from: dict[int, int] = {}
+    if config.multi_hop and fused:
+        started = time.perf_counter()
+        where, params = _filters_sql(bank, filters)
+        hops, hop_from = hop_lists(bank.pk, [f.pk for f in fused[:HOP_SEEDS]], filters_sql=where, filters_params=params)
+        trace.strategy_timings_ms["hops"] = round((time.perf_counter() - started) * 1000, 3)
+        for name, pks in hops.items():
+            ranked[name] = pks
+            trace.strategy_candidate_counts[name] = len(pks)
+            trace.strategies_used.append(name)
+        if hops:
+            fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
     rerank_note: dict[str, Any] = {}
     fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)
@@ -285,6 +314,7 @@ def recall_memories(
     rows_by_pk = hit_rows([f.pk for f in top])
     trace.strategy_timings_ms["load"] = round((time.perf_counter() - started) * 1000, 3)
     hits: list[RecallHit] = []
+    memory_ids = {pk: row[1] for pk, row in rows_by_pk.items()}
     for rank, item in enumerate(top, start=1):
         row = rows_by_pk.get(item.pk)
         if row is None:
@@ -295,9 +325,13 @@ def recall_memories(
         hit.fused_rank = fused_ranks.get(item.pk, rank)
         if again is not None:
             hit.rerank_rank, hit.rerank_score = again.rank, again.score
+        if item.pk in hop_from and set(item.arm_ranks) <= set(HOP_NAMES):
+            hit.hop_from = memory_ids.get(hop_from[item.pk])  # found only by a hop: from which hit
         hits.append(hit)
+    # A conversation turn's context (banks.turn_context) is shown here, never as the hit's text.
     trace.hit_ranks = [{"memory_id": h.memory_id, "arm_ranks": h.arm_ranks, "fused_rank": h.fused_rank,
-                        "fused_score": h.fused_score,
+                        "fused_score": h.fused_score, **({"context": h.context} if h.context else {}),
+                        **({"hop_from": h.hop_from} if h.hop_from else {}),
                         **({"rerank_rank": h.rerank_rank, "rerank_score": h.rerank_score} if reranked else {})}
                        for h in hits]
     return hits, len(fused), trace, top_semantic

@@ -3,7 +3,9 @@
 ``ts_rank`` knows nothing of how rare a word is, so a question's common words outweigh the
 one word that matters. Here every query lexeme gets an inverse document frequency from the
 bank itself and documents are scored with BM25 (k1 = 1.2, b = 0.75) from the term counts the
-``search_vector`` already holds (one position per occurrence).
+``search_vector`` already holds (one position per occurrence). A conversation turn indexed with its
+context (banks.turn_context) is read from its ``context_vector`` instead (its text and its context, a
+GIN index of its own): ``DOC`` and ``matching`` below, used by every statement here.
 
 Cost stays bounded:
 - document frequencies of all query lexemes are counted in one statement, each count capped
@@ -52,6 +54,16 @@ STATS_SECONDS = 300
 # Document frequencies at or above this are kept per process for STATS_SECONDS (big banks store them).
 MEMO_DF = LEXEME_MIN_DOCUMENTS
 _WORD = re.compile(r"\w+", re.UNICODE)
+# A row's document: its text, with its context for a conversation turn.
+DOC = "coalesce({a}.context_vector, {a}.search_vector)"
+
+
+def matching(query_sql: str, alias: str = "m") -> str:
+    """Rows whose document matches ``query_sql``, through both GIN indexes (a row's context vector holds
+    all of its text's lexemes: matching either is matching its document)."""
+    return f"({alias}.search_vector @@ {query_sql} OR {alias}.context_vector @@ {query_sql})"
+
+
 _STATS = TtlMemo(STATS_SECONDS, max_entries=10_000)
 _FREQUENT = TtlMemo(STATS_SECONDS)
 _LEXEMES = TtlMemo(STATS_SECONDS, max_entries=10_000)
@@ -97,7 +109,8 @@ def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
                    "AND forgotten_at IS NULL", [bank.pk])
     total = int(cursor.fetchone()[0])
     # The average length from the newest rows (through the bank/retained_at index): bounded at any size.
-    cursor.execute("SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM banks_memory "
+    cursor.execute(f"SELECT avg(length({DOC.format(a='s')})) FROM (SELECT search_vector, context_vector "  # noqa: S608
+                   "FROM banks_memory "
                    "WHERE bank_id = %s ORDER BY retained_at DESC, id DESC LIMIT 2000) s", [bank.pk])
     avg = float(cursor.fetchone()[0] or 1.0)
     stats = (total, max(avg, 1.0))
@@ -133,7 +146,8 @@ def _recent_shares(cursor: Any, bank: Bank, lexemes: list[str]) -> dict[str, flo
     The bank's own figure, read through its (bank, retained_at) index: bounded whatever the bank's
     size, and nothing another tenant writes changes it."""
     cursor.execute(
-        "WITH recent AS MATERIALIZED (SELECT search_vector AS v FROM banks_memory WHERE bank_id = %s "
+        "WITH recent AS MATERIALIZED (SELECT coalesce(context_vector, search_vector) AS v FROM banks_memory "
+        "WHERE bank_id = %s "
         "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY retained_at DESC, id DESC LIMIT %s) "
         "SELECT l.lexeme, (SELECT count(*) FROM recent WHERE v @@ l.query::tsquery)::float8 "
         "/ greatest((SELECT count(*) FROM recent), 1) FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query)",
@@ -162,10 +176,10 @@ def document_frequencies(cursor: Any, bank: Bank, lexemes: list[str], total: int
     # one is counted (CASE runs the count only then), with the very tsquery that selects and scores it.
     rows = postings_query(
         cursor,
-        "WITH t AS (SELECT live_rows FROM banks_banktextstatistics WHERE bank_id = %s AND search_config = %s) "
+        "WITH t AS (SELECT live_rows FROM banks_banktextstatistics WHERE bank_id = %s AND search_config = %s) "  # noqa: S608  (matching(): fixed clauses)
         "SELECT l.lexeme, s.documents, (SELECT live_rows FROM t), CASE WHEN s.documents IS NULL THEN "
-        "(SELECT count(*) FROM (SELECT 1 FROM banks_memory WHERE bank_id = %s::bigint "
-        "AND search_vector @@ l.query::tsquery AND archived_at IS NULL AND forgotten_at IS NULL "
+        "(SELECT count(*) FROM (SELECT 1 FROM banks_memory m WHERE bank_id = %s::bigint "
+        f"AND {matching('l.query::tsquery')} AND archived_at IS NULL AND forgotten_at IS NULL "
         "LIMIT %s) c) END FROM unnest(%s::text[], %s::text[]) AS l(lexeme, query) "
         "LEFT JOIN banks_banklexeme s ON s.bank_id = %s AND s.lexeme = l.lexeme AND EXISTS (SELECT 1 FROM t)",
         [bank.pk, config, bank.pk, COMMON_DF + 1, unknown, [tsquery_literal(lx) for lx in unknown], bank.pk],
@@ -227,20 +241,21 @@ def _candidates_sql(selecting: list[str], where: str, params: list[Any], limit: 
     """
     any_sql = _or_query(selecting)
     if len(selecting) < 2 or len(selecting) > MAX_PAIRED_LEXEMES:
-        return (f"SELECT m.id, m.search_vector AS v FROM banks_memory m "  # noqa: S608  (vetted as above)
-                f"WHERE m.search_vector @@ ({any_sql}) AND {where} LIMIT %s",
-                [*(tsquery_literal(lx) for lx in selecting), *params, MAX_CANDIDATES])
+        return (f"SELECT m.id, {DOC.format(a='m')} AS v FROM banks_memory m "  # noqa: S608  (vetted as above)
+                f"WHERE {matching(f'({any_sql})')} AND {where} LIMIT %s",
+                [*[tsquery_literal(lx) for lx in selecting] * 2, *params, MAX_CANDIDATES])
     several = matching_two_or_more(selecting)
     sql = (
-        f"WITH several AS (SELECT m.id, m.search_vector AS v FROM banks_memory m "  # noqa: S608  (vetted)
-        f"WHERE m.search_vector @@ %s::tsquery AND {where} LIMIT %s), "
+        f"WITH several AS (SELECT m.id, {DOC.format(a='m')} AS v FROM banks_memory m "  # noqa: S608  (vetted)
+        f"WHERE {matching('%s::tsquery')} AND {where} LIMIT %s), "
         f"n AS (SELECT count(*) AS n FROM several) "
         f"SELECT id, v FROM several UNION ALL ("
-        f"SELECT m.id, m.search_vector FROM banks_memory m "
-        f"WHERE m.search_vector @@ ({any_sql}) AND NOT m.search_vector @@ %s::tsquery AND {where} "
+        f"SELECT m.id, {DOC.format(a='m')} FROM banks_memory m "
+        f"WHERE {matching(f'({any_sql})')} AND NOT {DOC.format(a='m')} @@ %s::tsquery AND {where} "
         f"LIMIT (SELECT CASE WHEN n >= %s THEN %s ELSE %s - n END FROM n))"
     )
-    return sql, [several, *params, MAX_CANDIDATES, *(tsquery_literal(lx) for lx in selecting), several, *params,
+    anyof = [tsquery_literal(lx) for lx in selecting]
+    return sql, [several, several, *params, MAX_CANDIDATES, *anyof, *anyof, several, *params,
                  limit, ONE_WORD_SHARE, MAX_CANDIDATES]
 
 

@@ -46,6 +46,10 @@ class RecallHit:
     # When the rerank stage ran: the rank and score it gave (None: not re-scored).
     rerank_rank: int | None = None
     rerank_score: float | None = None
+    # What a conversation turn was indexed with besides its text (banks.turn_context); trace only.
+    context: str | None = None
+    # Found only by the multi-hop stage: the memory id of the hit it was reached from (trace only).
+    hop_from: str | None = None
 
 
 @dataclass
@@ -60,7 +64,8 @@ class RecallTrace:
     layer_distribution: dict[str, int] = field(default_factory=dict)
     cache_hit: bool | None = None
     wiki_tier_used: bool | None = None
-    # Per returned hit: memory_id, arm_ranks {arm: rank}, fused_rank, fused_score (see RecallHit).
+    # Per returned hit: memory_id, arm_ranks {arm: rank}, fused_rank, fused_score (see RecallHit), and the
+    # context a conversation turn was indexed with.
     hit_ranks: list[dict[str, Any]] = field(default_factory=list)
     time_window: dict[str, str] | None = None
     # The rerank stage when the bank asks for it: provider, status (ok/skipped/failed), candidates, note.

@@ -1,0 +1,144 @@
+"""Keeping conversation turns' contexts (banks.turn_context) current as their sessions change.
+
+``turn_context_refresh`` is given rows just written (inserted, edited, moved, erased...) and recomputes
+the context of each and of the turns that follow it in its session, where a neighbour arriving late,
+changing or going away changes what precedes them. Bounded work: per written row, one indexed look at
+its session (``memory_session_turns``) reading at most twice the bank's window plus one turns, and at
+most window + 1 contexts rewritten. The contexts (and so the keyword arm's ``context_vector``, a
+trigger) change in the caller's transaction; the vectors of the rows whose context changed are made
+again once it commits (an embedding may be a remote call: no transaction waits on it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+
+from banks.models import Bank
+from banks.providers import bank_embedder
+from banks.turn_context import Turn, context_turns, embedding_text, session_contexts, speaker_of
+from banks.vectors import vector_literal
+
+# A written row's session, and the turns around it: ``reach`` before (their contexts are not rewritten,
+# they make the first ones'), itself and ``reach`` after. Live turns only: an archived or forgotten turn
+# is context to nobody (an erased text must not live on in its neighbour's context).
+_NEIGHBOURS_SQL = """
+SELECT c.id, c.created_at, n.id, n.text, n.metadata, COALESCE(n.occurred_at, n.created_at), n.context, n.created_at
+FROM banks_memory c CROSS JOIN LATERAL (
+    (SELECT m.id, m.text, m.metadata, m.occurred_at, m.created_at, m.context FROM banks_memory m
+      WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key AND m.archived_at IS NULL
+        AND m.forgotten_at IS NULL AND (m.created_at, m.id) < (c.created_at, c.id)
+      ORDER BY m.created_at DESC, m.id DESC LIMIT %(reach)s)
+    UNION ALL
+    (SELECT m.id, m.text, m.metadata, m.occurred_at, m.created_at, m.context FROM banks_memory m
+      WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key AND m.archived_at IS NULL
+        AND m.forgotten_at IS NULL AND (m.created_at, m.id) >= (c.created_at, c.id)
+      ORDER BY m.created_at, m.id LIMIT %(reach)s + 1)
+) n
+WHERE c.bank_id = %(bank)s AND c.id = ANY(%(pks)s) AND c.session_key IS NOT NULL
+"""
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
+def _new_contexts(bank: Bank, pks: list[int]) -> dict[int, str | None]:
+    """The rows (of ``pks`` and their followers) whose context changes, with the new one."""
+    window = context_turns(bank.config)
+    reach = max(window, 1)
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL, {"reach": reach, "bank": bank.pk, "pks": pks})
+        rows = cursor.fetchall()
+    around: dict[tuple[Any, int], list[tuple[Any, ...]]] = {}
+    for anchor, anchor_created, *row in rows:
+        around.setdefault((anchor_created, anchor), []).append(tuple(row))
+    changed: dict[int, str | None] = {}
+    for anchor_key, neighbours in around.items():
+        neighbours.sort(key=lambda r: (r[5], r[0]))  # (created_at, id): the session's order
+        # The first turn whose context may change: the written row, or the one after where it was (erased).
+        start = sum(1 for r in neighbours if (r[5], r[0]) < anchor_key)
+        turns = [Turn(pk=r[0], text=r[1], speaker=speaker_of(_metadata(r[2]), r[1]), when=r[3]) for r in neighbours]
+        stored = {r[0]: r[4] for r in neighbours}
+        for pk, context in session_contexts(turns, window, start).items():
+            if context != stored[pk]:
+                changed[pk] = context
+    return changed
+
+
+def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool = False) -> int:
+    """Recompute the contexts the rows ``pks`` of ``bank`` touch (see the module); returns how many changed.
+
+    ``text_changed``: the rows got a new text (and a vector of it alone): the turns among them are embedded
+    again with their context even where it did not change. Runs in the caller's transaction; the vectors
+    follow after its commit (``turn_vectors_refresh``)."""
+    keys = sorted({int(pk) for pk in pks})
+    if not keys:
+        return 0
+    changed = _new_contexts(bank, keys)
+    embed = set(changed)
+    if text_changed:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id FROM banks_memory WHERE bank_id = %s AND id = ANY(%s) AND context IS NOT NULL",
+                           [bank.pk, keys])
+            embed |= {row[0] for row in cursor.fetchall()}
+    if embed:
+        again = sorted(embed)
+        transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=again))
+    if not changed:
+        return 0
+    ids = list(changed)
+    with connection.cursor() as cursor:
+        # Only the context: the memory's own columns (its text, updated_at for the changes feed) stay as
+        # they are; the trigger re-computes the keyword arm's vector from text and context.
+        cursor.execute("UPDATE banks_memory m SET context = v.context "
+                       "FROM unnest(%s::bigint[], %s::text[]) AS v(id, context) "
+                       "WHERE m.id = v.id AND m.bank_id = %s", [ids, [changed[i] for i in ids], bank.pk])
+    return len(ids)
+
+
+def turn_context_followers(*, bank: Bank, pks: Iterable[int]) -> list[int]:
+    """The turns whose context holds one of ``pks``: read before those rows lose their text or go (an
+    erase purges the session with the text), and refreshed after it (``turn_context_refresh``)."""
+    keys = sorted({int(pk) for pk in pks})
+    if not keys:
+        return []
+    reach = max(context_turns(bank.config), 1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT n.id FROM banks_memory c CROSS JOIN LATERAL (SELECT m.id FROM banks_memory m "
+            "WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key AND m.archived_at IS NULL "
+            "AND m.forgotten_at IS NULL AND (m.created_at, m.id) > (c.created_at, c.id) "
+            "ORDER BY m.created_at, m.id LIMIT %s) n "
+            "WHERE c.bank_id = %s AND c.id = ANY(%s) AND c.session_key IS NOT NULL AND NOT n.id = ANY(%s)",
+            [reach, bank.pk, keys, keys])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def turn_vectors_refresh(*, bank: Bank, pks: list[int]) -> int:
+    """Embed again, with its context, each of ``pks`` that has a vector of the bank's model; returns how many.
+
+    A row edited meanwhile (other text, other context, other model) is left to the refresh its edit runs."""
+    embedder = bank_embedder(bank)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, text, context, content_hash FROM banks_memory WHERE bank_id = %s "
+                       "AND id = ANY(%s) AND embedding_model = %s AND embedding_dims = %s",
+                       [bank.pk, pks, embedder.name, embedder.dimensions])
+        rows = cursor.fetchall()
+    if not rows:
+        return 0
+    vectors = embedder.embed([embedding_text(text, context) for _, text, context, _ in rows])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_memory m SET embedding = v.embedding::vector FROM unnest(%s::bigint[], %s::text[], "
+            "%s::text[], %s::text[]) AS v(id, embedding, context, content_hash) WHERE m.id = v.id "
+            "AND m.bank_id = %s AND m.content_hash = v.content_hash AND m.context IS NOT DISTINCT FROM v.context "
+            "AND m.embedding_model = %s",
+            [[r[0] for r in rows], [vector_literal(v) for v in vectors], [r[2] for r in rows], [r[3] for r in rows],
+             bank.pk, embedder.name])
+        return cursor.rowcount

@@ -1,0 +1,87 @@
+"""Multi-hop recall: one hop from the first arms' best hits through shared entities and the session,
+and turns naming nobody inherit the entities of the turn before them for the graph arm."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from banks.models import Bank, Memory
+from banks.recall_fusion import RecallConfig
+from banks.selectors.recall import RecallFilters, recall_memories
+from banks.services.memories import memory_retain, memory_update
+
+pytestmark = pytest.mark.django_db(transaction=True)
+DAY = datetime(2024, 3, 9, 11, 0, tzinfo=UTC)
+
+
+def store(bank: Bank, text: str, index: int, session: str) -> str:
+    outcome = memory_retain(bank=bank, text=text, actor="t", metadata={"session_id": session, "role": "user"},
+                            occurred_at=DAY, created_at=DAY + timedelta(seconds=index), near_dedup=False)
+    assert outcome.stored
+    return outcome.memory_id or ""
+
+
+@pytest.fixture
+def dogs() -> tuple[Bank, dict[str, str]]:
+    bank = Bank.objects.create(bank_id="dogs")
+    ids = {
+        "park": store(bank, "Yesterday our greyhound Biscuit sprinted with Pepper, a dalmatian, at the park.", 0, "a"),
+        "fence": store(bank, "The park is fully fenced, thankfully.", 1, "a"),
+        "owner": store(bank, "By the way the owner of Pepper, Ana, trains dogs for a living.", 0, "b"),
+        "vet": store(bank, "We took Biscuit to the vet today for a check-up.", 0, "c"),
+        "kilos": store(bank, "She said he needs to put on two kilos.", 1, "c"),
+        "far": store(bank, "My cousin Lucia bought a bicycle in Madrid.", 0, "d"),
+    }
+    return bank, ids
+
+
+def ask(bank: Bank, question: str, **settings: object):  # noqa: ANN201
+    hits, _, trace, _ = recall_memories(bank, question, max_results=5, arms=("keyword",),
+                                        config=RecallConfig.from_settings({"time_aware": False, **settings}))
+    return hits, trace
+
+
+def test_a_hop_through_a_shared_entity_brings_the_second_fact(dogs):
+    bank, ids = dogs
+    hits, trace = ask(bank, "sprinted dalmatian")
+    found = {h.memory_id: h for h in hits}
+    assert hits[0].memory_id == ids["park"]
+    assert ids["owner"] in found and "hop" in found[ids["owner"]].arm_ranks
+    assert found[ids["owner"]].hop_from == ids["park"]
+    assert "hop" in trace.strategies_used and "hops" in trace.strategy_timings_ms
+    assert ids["far"] not in found
+    entry = next(r for r in trace.hit_ranks if r["memory_id"] == ids["owner"])
+    assert entry["hop_from"] == ids["park"]
+    without, trace = ask(bank, "sprinted dalmatian", multi_hop=False)
+    assert ids["owner"] not in {h.memory_id for h in without} and "hops" not in trace.strategy_timings_ms
+
+
+def test_a_hop_to_the_next_turn_of_the_session(dogs):
+    bank, ids = dogs
+    hits, _ = ask(bank, "two kilos")
+    found = {h.memory_id: h for h in hits}
+    assert hits[0].memory_id == ids["kilos"]
+    # The turn before the reply, which the question's words are not in: by the session hop.
+    assert ids["vet"] in found and found[ids["vet"]].arm_ranks == {"session": 1}
+    assert found[ids["vet"]].hop_from == ids["kilos"]
+
+
+def test_hops_keep_the_recall_filters(dogs):
+    bank, ids = dogs
+    memory_update(memory=Memory.objects.get(memory_id=ids["park"]), actor="t", tags=["walks"])
+    hits, *_ = recall_memories(bank, "sprinted dalmatian", max_results=5, arms=("keyword",),
+                               filters=RecallFilters(tags=["walks"]))
+    assert [h.memory_id for h in hits] == [ids["park"]]  # its hops (owner, vet, fence) are not tagged
+
+
+def test_a_turn_naming_nobody_inherits_the_entities_of_the_turn_before_for_the_graph_arm(dogs):
+    bank, ids = dogs
+    hits, _, _, _ = recall_memories(bank, "What did the vet say about Biscuit?", arms=("graph",),
+                                    config=RecallConfig.from_settings({"time_aware": False, "multi_hop": False}))
+    ranked = [h.memory_id for h in hits]
+    assert ids["kilos"] in ranked  # "She said he needs..." names no one: it inherits Biscuit
+    assert ranked.index(ids["vet"]) < ranked.index(ids["kilos"])
+    assert ids["fence"] not in ranked or ranked.index(ids["park"]) < ranked.index(ids["fence"])
+    assert ids["far"] not in ranked
