@@ -18,7 +18,7 @@ from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.recall_eval import Corpus
 from banks.services.entities import attach_entities
-from banks.services.turn_context import turn_context_refresh
+from banks.services.memory_rows import turn_context_refresh
 
 
 def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64, context_turns: int = 1) -> Bank:

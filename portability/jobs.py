@@ -25,6 +25,7 @@ from banks.services.jobs import (
 )
 from banks.services.memory_rows import rows_reembed
 from banks.services.vector_indexes import bank_vector_index_build
+from banks.turn_context import embedding_text
 from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
@@ -149,10 +150,12 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
         job_phase(job, "re-embedding", total=total)
     done, last_pk = 0, after_pk
     while True:
-        rows = list(Memory.objects.filter(bank=bank, pk__gt=last_pk).order_by("pk").only("pk", "text")[:batch])
+        rows = list(Memory.objects.filter(bank=bank, pk__gt=last_pk).order_by("pk")
+                    .only("pk", "text", "context")[:batch])
         if not rows:
             break
-        vectors = embedder.embed([m.text for m in rows])
+        # A conversation turn's vector is made from its text and its context (banks.turn_context).
+        vectors = embedder.embed([embedding_text(m.text, m.context) for m in rows])
         with transaction.atomic():
             rows_reembed([m.pk for m in rows], [vector_literal(v) for v in vectors], embedder.name,
                          embedder.dimensions)

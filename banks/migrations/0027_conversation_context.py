@@ -1,4 +1,4 @@
-"""Conversation turns indexed with their context (banks.services.turn_context).
+"""Conversation turns indexed with their context (banks.services.memory_rows.contexts).
 
 Three nullable columns (no rewrite of ``banks_memory``: PostgreSQL adds a nullable column without a
 default to its catalogue only): ``session_key``, ``context`` and ``context_vector``. Two triggers keep
@@ -62,7 +62,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0024_duplicate_pair_order_index"),
+        ("banks", "0025_webhook_signature_schemes"),
     ]
 
     operations = [

@@ -84,7 +84,7 @@ class Memory(EmbeddedText):
     # A conversation turn's session, read from its metadata by a trigger whoever inserts it (``session_id``,
     # or the conversation of a ChatGPT / AgentOS import; migration 0025). Null: not part of a conversation.
     session_key = models.CharField(max_length=255, null=True, blank=True, editable=False)  # noqa: DJ001
-    # What recall indexes with a turn beside its own text (banks.services.turn_context): its speaker, its
+    # What recall indexes with a turn beside its own text (banks.services.memory_rows.contexts): its speaker, its
     # session's date, the turns before it. Never shown as the memory's text, never exported as it.
     context = models.TextField(null=True, blank=True, editable=False)  # noqa: DJ001
     # The keyword arm's vector of such a turn: to_tsvector(search_config, text + context), set by a trigger.
@@ -114,7 +114,7 @@ class Memory(EmbeddedText):
             # A conversation turn's text with its context (migration 0027), led by the bank the same way.
             GinIndex(fields=["bank", "context_vector"], name="memory_bank_context_gin",
                      gin_pending_list_limit=GIN_PENDING_LIST_KB, condition=Q(context_vector__isnull=False)),
-            # A session's turns in order, for a turn's context and its neighbours' (banks.services.turn_context).
+            # A session's turns in order, for a turn's context and its neighbours' (banks.services.memory_rows.contexts).
             models.Index(fields=["bank", "session_key", "created_at", "id"], name="memory_session_turns",
                          condition=Q(session_key__isnull=False)),
             models.Index(fields=["bank", "-retained_at", "-id"], name="memory_bank_retained"),

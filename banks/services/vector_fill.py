@@ -20,6 +20,7 @@ from banks.providers import Embedder, bank_embedder
 from banks.providers.embed_pool import EmbedPool
 from banks.providers.embeddings import HashingEmbedder
 from banks.services.memory_rows import rows_vectors_fill
+from banks.turn_context import embedding_text
 
 BATCH = 1000
 
@@ -33,8 +34,10 @@ def defer_vectors(embedder: Embedder) -> bool:
 
 
 def _pending(bank: Bank, after: int) -> list[tuple[int, str]]:
-    return list(Memory.objects.filter(bank_id=bank.pk, embedding_dims__isnull=True, forgotten_at__isnull=True,
-                                      id__gt=after).order_by("id").values_list("id", "text")[:BATCH])
+    """(id, what its vector is made from: its text, with its context for a conversation turn)."""
+    rows = Memory.objects.filter(bank_id=bank.pk, embedding_dims__isnull=True, forgotten_at__isnull=True,
+                                 id__gt=after).order_by("id").values_list("id", "text", "context")[:BATCH]
+    return [(pk, embedding_text(text, context)) for pk, text, context in rows]
 
 
 def _store(rows: list[tuple[int, str]], literals: list[str], embedder: Embedder) -> None:

@@ -10,9 +10,17 @@ nowhere else. What it keeps, whoever writes:
   number of the entity's mention rows), set-based, entity rows locked in id order;
 * links, duplicate pairs and mentions follow a row into another bank or go with its text;
 * a tombstone (a forgotten memory) is never edited again: ``409`` naming the memory;
+* a conversation turn's context (the turns before it, banks.turn_context) follows every write to its
+  session: inserted late, edited, moved, archived, forgotten or erased, its neighbours' contexts and
+  vectors are refreshed (``contexts``: bounded, vectors after the commit);
 * a hook (``on_rows_changed``) sees every insert, overwrite, move and erase, in the writer's transaction.
 """
 
+from banks.services.memory_rows.contexts import (
+    turn_context_followers,
+    turn_context_refresh,
+    turn_vectors_refresh,
+)
 from banks.services.memory_rows.core import (
     RowsChanged,
     ensure_editable,
@@ -48,6 +56,7 @@ from banks.services.memory_rows.upkeep import (
 )
 
 __all__ = [
+    "turn_context_followers", "turn_context_refresh", "turn_vectors_refresh",
     "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
     "mentions_link_pairs", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",

@@ -20,6 +20,7 @@ from django.utils import timezone
 from banks.models import Bank, DuplicatePair, Memory, MemoryLink
 from banks.models.rows import insert_row
 from banks.services.bulk_memories import COLUMNS, MemoryRow
+from banks.services.memory_rows.contexts import turn_context_followers, turn_context_refresh
 from banks.services.memory_rows.mentions import mentions_drop
 from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, violated_constraint
@@ -72,8 +73,11 @@ def _pairs_drop(memory_pks: Sequence[int]) -> None:
 def row_insert(memory: Memory) -> None:
     """Store the new ``memory`` (a retain), taking back its id and what the insert triggers derived
     from its bank (the vector-index tier, the text search configuration)."""
-    memory.pk, memory.own_vector_index, memory.search_config = insert_row(
-        memory, COLUMNS, ("id", "own_vector_index", "search_config"))
+    memory.pk, memory.own_vector_index, memory.search_config, memory.session_key = insert_row(
+        memory, COLUMNS, ("id", "own_vector_index", "search_config", "session_key"))
+    if memory.session_key:
+        # A conversation turn: its context, and its followers' when it arrived late (banks.services.memory_rows.contexts).
+        turn_context_refresh(bank=memory.bank, pks=[memory.pk])
     _changed("insert", memory.bank_id, [memory.pk])
 
 
@@ -123,6 +127,8 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
             f"INSERT INTO banks_memory ({columns}, own_vector_index) "  # noqa: S608
             f"SELECT {columns}, %s FROM memory_bulk_staging ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
         landed = {memory_id: pk for memory_id, pk in cursor.fetchall()}
+    if landed:
+        turn_context_refresh(bank=Bank.objects.get(pk=bank_pk), pks=landed.values())
     _changed("insert", bank_pk, landed.values())
     return landed
 
@@ -141,6 +147,7 @@ def row_overwrite(bank: Bank, pk: int, values: dict[str, Any]) -> bool:
                 return False
             mentions_drop([pk])
             _pairs_drop([pk])
+            turn_context_refresh(bank=bank, pks=[pk], text_changed=True)
             _changed("overwrite", bank.pk, [pk])
     except IntegrityError as exc:
         if violated_constraint(exc) == "memory_content_unique_per_bank":
@@ -160,7 +167,10 @@ def row_update(memory: Memory, fields: Sequence[str], *, tags_before: Sequence[s
     ensure_editable(memory)
     now = timezone.now()
     values = {name: getattr(memory, name) for name in fields if name != "tags"}
+    # A turn's text is its followers' context; its metadata and times place it in a session.
+    placed = {"text", "metadata", "created_at", "occurred_at"} & set(fields)
     with transaction.atomic():
+        followers = turn_context_followers(bank=memory.bank, pks=[memory.pk]) if placed else []
         written = Memory.objects.filter(pk=memory.pk, forgotten_at__isnull=True).update(**values, updated_at=now)
         if written and "tags" in fields:
             before = list(tags_before if tags_before is not None else [])
@@ -176,6 +186,8 @@ def row_update(memory: Memory, fields: Sequence[str], *, tags_before: Sequence[s
                            memory_id=memory.memory_id)
         if "text" in fields:
             _pairs_drop([memory.pk])
+        if placed:
+            turn_context_refresh(bank=memory.bank, pks=[memory.pk, *followers], text_changed="text" in fields)
     memory.updated_at = now
 
 
@@ -219,9 +231,12 @@ def rows_archive(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Se
         # Vetted: {where} is one of two fixed conditions; values are parameters.
         cursor.execute("UPDATE banks_memory SET archived_at = %s, updated_at = %s, "  # noqa: S608
                        "merged_into_id = COALESCE(%s, merged_into_id) "
-                       f"WHERE {where} AND archived_at IS NULL AND forgotten_at IS NULL RETURNING memory_id",
+                       f"WHERE {where} AND archived_at IS NULL AND forgotten_at IS NULL RETURNING memory_id, id",
                        [now, now, merged_into, *params])
-        return [row[0] for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    # An archived turn is no longer context to the next ones of its session.
+    turn_context_refresh(bank=bank, pks=[row[1] for row in rows])
+    return [row[0] for row in rows]
 
 
 def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None) -> int:
@@ -231,7 +246,9 @@ def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None) ->
         cursor.execute("UPDATE banks_memory SET archived_at = NULL, updated_at = %s WHERE bank_id = %s "
                        "AND id = ANY(%s) AND archived_at IS NOT NULL AND forgotten_at IS NULL",
                        [now, bank.pk, list(pks)])
-        return int(cursor.rowcount)
+        restored = int(cursor.rowcount)
+    turn_context_refresh(bank=bank, pks=pks)
+    return restored
 
 
 def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Sequence[int] | None = None,
@@ -243,8 +260,10 @@ def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Seq
     with connection.cursor() as cursor:
         # Vetted: {where} is one of two fixed conditions; values are parameters.
         cursor.execute(f"UPDATE banks_memory SET forgotten_at = %s, updated_at = %s WHERE {where} "  # noqa: S608
-                       "AND forgotten_at IS NULL RETURNING memory_id", [now, now, *params])
-        return [row[0] for row in cursor.fetchall()]
+                       "AND forgotten_at IS NULL RETURNING memory_id, id", [now, now, *params])
+        rows = cursor.fetchall()
+    turn_context_refresh(bank=bank, pks=[row[1] for row in rows])
+    return [row[0] for row in rows]
 
 
 def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = None) -> list[str]:
@@ -259,11 +278,14 @@ def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = Non
     mentions_drop(pks)
     _pairs_drop(pks)
     MemoryLink.objects.filter(source_id__in=pks).update(metadata={})
+    # The turns after them hold their text in their contexts: read now, refreshed once it is purged.
+    followers = turn_context_followers(bank=bank, pks=pks)
     with connection.cursor() as cursor:
         cursor.execute("UPDATE banks_memory SET text = '', embedding = NULL, metadata = '{}'::jsonb, tags = '{}', "
-                       "source = NULL, content_hash = '', pii = false, "
+                       "source = NULL, content_hash = '', pii = false, context = NULL, "
                        "forgotten_at = COALESCE(forgotten_at, %s), updated_at = %s WHERE id = ANY(%s)",
                        [now, now, pks])
+    turn_context_refresh(bank=bank, pks=followers)
     _changed("erase", bank.pk, pks)
     return [memory_id for _, memory_id in rows]
 
@@ -273,7 +295,9 @@ def rows_delete(bank: Bank, pks: Sequence[int]) -> int:
     if not pks:
         return 0
     mentions_drop(pks)
+    followers = turn_context_followers(bank=bank, pks=pks)
     deleted = Memory.objects.filter(bank=bank, pk__in=list(pks)).delete()[1].get("banks.Memory", 0)
+    turn_context_refresh(bank=bank, pks=followers)
     _changed("delete", bank.pk, pks)
     return int(deleted)
 

@@ -22,6 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from banks.models import Bank
+from banks.services.memory_rows.contexts import turn_context_followers, turn_context_refresh
 from banks.services.memory_rows.core import _changed, _pairs_drop
 from banks.services.memory_rows.mentions import mentions_count
 from banks.vectors import vector_literal
@@ -51,6 +52,7 @@ def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims:
         if not movable:
             return [], len(pks)
         moved = [pk for pk, _ in movable]
+        left_behind = turn_context_followers(bank=bank, pks=moved)  # their contexts hold the moved turns
         fresh = [vector_literal(vectors[pk]) if pk in vectors else None for pk in moved]
         cursor.execute(
             "UPDATE banks_memory m SET bank_id = %s, own_vector_index = %s, updated_at = %s, "
@@ -68,6 +70,8 @@ def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims:
         cursor.execute("DELETE FROM banks_memorylink WHERE (source_id = ANY(%s) AND NOT target_id = ANY(%s)) "
                        "OR (target_id = ANY(%s) AND NOT source_id = ANY(%s))", [moved, moved, moved, moved])
     _pairs_drop(moved)
+    turn_context_refresh(bank=bank, pks=left_behind)
+    turn_context_refresh(bank=target, pks=moved, text_changed=True)
     _changed("move", target.pk, moved, from_bank_pk=bank.pk)
     return [memory_id for _, memory_id in movable], len(pks) - len(movable)
 
