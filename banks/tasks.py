@@ -89,6 +89,15 @@ def grow_vector_indexes() -> list[int]:
     return bank_vector_indexes_grow()
 
 
+@shared_task(name="banks.bulk_apply")
+def bulk_apply_job(job_id: int) -> None:
+    """A bulk action over a big selection (banks.services.bulk_jobs)."""
+    from banks.services.bulk_jobs import bulk_job_work
+    from banks.services.jobs import job_execute
+
+    job_execute(job_id, bulk_job_work)
+
+
 @shared_task(name="banks.find_duplicates")
 def find_duplicates(job_id: int) -> None:
     """Scan a bank for near-duplicate pairs (banks.services.duplicate_scan)."""

@@ -29,6 +29,7 @@ from banks.selectors.memories import (
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.bulk import ACTIONS, bulk_apply
+from banks.services.bulk_jobs import bulk_job_start, bulk_runs_as_job
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
 from banks.services.merge import memory_merge
@@ -313,6 +314,15 @@ def memory_bulk(request: HttpRequest, bank_id: str) -> HttpResponse:
     if data["confirm"] != "yes":
         return render(request, "curation/partials/bulk_preview.html", context)
     try:
+        if bulk_runs_as_job(count):
+            # A selection this big is applied by the worker, chunk by chunk, with progress on the job page.
+            job = bulk_job_start(bank=bank, action=action, actor=actor(request), tag=data["tag"],
+                                 reason=data["reason"], compliance=data["compliance"], target=target, total=count,
+                                 filters=filters if data["scope"] == "all" else None,
+                                 ids=ids if data["scope"] != "all" else None)
+            messages.info(request, f"{action}: running as job {job.pk} on the worker; its page shows the progress.")
+            url = reverse("portability:job", kwargs={"bank_id": bank.bank_id, "job_id": job.pk})
+            return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)
         outcome = bulk_apply(bank=bank, rows=rows, action=action, actor=actor(request), tag=data["tag"],
                              reason=data["reason"], compliance=data["compliance"], target=target)
     except MemoryHubError as exc:
