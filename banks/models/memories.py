@@ -111,7 +111,7 @@ class Memory(EmbeddedText):
             # are skipped through, not walked.
             GinIndex(fields=["bank", "search_vector"], name="memory_bank_search_gin",
                      gin_pending_list_limit=GIN_PENDING_LIST_KB),
-            # A conversation turn's text with its context (migration 0027), led by the bank the same way.
+            # A conversation turn's text with its context (migration 0028), led by the bank the same way.
             GinIndex(fields=["bank", "context_vector"], name="memory_bank_context_gin",
                      gin_pending_list_limit=GIN_PENDING_LIST_KB, condition=Q(context_vector__isnull=False)),
             # A session's turns in order, for a turn's context and its neighbours' (banks.services.memory_rows.contexts).

@@ -62,7 +62,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0026_bank_scoped_full_text_index"),
+        ("banks", "0027_job_phase_resumed_by"),
     ]
 
     operations = [
