@@ -41,7 +41,7 @@ from banks.models import (
     WikiPage,
 )
 from banks.services.audit import audit_record
-from banks.services.memory_rows import rows_merged_into_set
+from banks.services.memory_rows import mentions_recount, rows_merged_into_set
 from memoryhub.errors import Conflict, Unprocessable
 from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
 from portability.formats.compression import open_archive_bytes
@@ -281,6 +281,8 @@ def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_by
             loader.flush(kind)
         # One statement for every merge of the bank, not one per merged memory.
         rows_merged_into_set(bank.pk, merged)
+        # The counters are derived from the mentions restored, not taken on the archive's word.
+        mentions_recount(bank.pk)
         audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba",
                                                                             "counts": loader.counts})
     return loader.counts

@@ -98,3 +98,24 @@ def test_the_whole_bank_downloads_from_the_transfer_page(admin_client, bank, tmp
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert json.loads(lines[0])["mhba_version"] == 1
     assert any(json.loads(line).get("_mhba") == "mental_model_revision" for line in lines)
+
+
+def test_a_restored_bank_counts_its_mentions_from_its_rows(bank, make_bank, tmp_path):
+    from tests.factories import make_memory, row_invariant_breaks
+
+    make_memory(bank, "Ada Lovelace wrote the first program.", entities=["Ada Lovelace"])
+    make_memory(bank, "Ada Lovelace worked with Babbage.", entities=["Ada Lovelace", "Charles Babbage"])
+    dest = tmp_path / "alice.mhba.jsonl"
+    bank_archive_export(bank=bank, dest=dest, actor="t")
+    # An archive whose counts disagree with its own mentions (edited, or written by a drifted bank).
+    lines = [json.loads(line) for line in dest.read_text().splitlines()]
+    for line in lines:
+        if isinstance(line, dict) and "mention_count" in json.dumps(line):
+            for value in line.values():
+                if isinstance(value, dict) and "mention_count" in value:
+                    value["mention_count"] = 99
+    dest.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    copy = make_bank("copy")
+    bank_archive_import(bank=copy, path=dest, actor="t", max_bytes=1 << 30)
+    assert copy.entities.get(entity_id="ada lovelace").mention_count == 2
+    assert row_invariant_breaks() == {}

@@ -106,4 +106,15 @@ def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str]
     return found, linked
 
 
-__all__ = ["mentions_count", "mentions_link_memory", "mentions_drop", "mentions_link_named", "mentions_link_pairs"]
+def mentions_recount(bank_pk: int) -> int:
+    """Set every entity's count of a bank from its mention rows (a whole bank restored from an archive,
+    whose counts are the archive's word); returns how many entities were off."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE banks_entity e SET mention_count = c.n FROM (SELECT e2.id, count(me.id) AS n "
+            "FROM banks_entity e2 LEFT JOIN banks_memoryentity me ON me.entity_id = e2.id "
+            "WHERE e2.bank_id = %s GROUP BY e2.id) c WHERE e.id = c.id AND e.mention_count <> c.n", [bank_pk])
+        return int(cursor.rowcount)
+
+
+__all__ = ["mentions_count", "mentions_recount", "mentions_link_memory", "mentions_drop", "mentions_link_named", "mentions_link_pairs"]
