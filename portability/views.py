@@ -8,9 +8,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
-from banks.models import Job
+from banks.models import Bank, Job
 from banks.services.jobs import job_cancel_request
 from curation.access import actor, operator, operator_bank
 from curation.htmx import htmx_template
@@ -21,7 +22,6 @@ from portability.paths import (
     BANKS_DIR,
     Location,
     PathNotAllowed,
-    atomic_write,
     bank_parts,
     list_entries,
     sanitize_upload_name,
@@ -31,6 +31,7 @@ from portability.roots import bank_location, every_bank_admin, portability_roots
 from portability.services import archive_stream
 from portability.services.bank_archive import bank_archive_stream
 from portability.services.job_health import RESUMABLE
+from portability.uploads import BankFolderUpload, TooLarge
 
 MAX_LISTED = 200
 # The file (or, for Markdown, directory) name an export gets when the operator gives none.
@@ -75,26 +76,43 @@ def transfer(request: HttpRequest, bank_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@csrf_exempt  # the CSRF check reads the body: it runs below, once the upload handler is in place
 def upload(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
+    roots = portability_roots()
+    # Refuse an oversized body from its declared length, before Django reads any of it.
+    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    if not roots or declared > settings.MEMORYHUB_MAX_UPLOAD_BYTES + 64 * 1024:
+        messages.error(request, f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit."
+                       if roots else "No portability roots are configured.")
+        return redirect("portability:transfer", bank_id=bank.bank_id)
+    handler = BankFolderUpload(request, Location(roots[0], bank_parts(bank.bank_id)),
+                               settings.MEMORYHUB_MAX_UPLOAD_BYTES)
+    request.upload_handlers = [handler]
     try:
-        # Refuse an oversized body from its declared length, before Django reads any of it.
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        if declared > settings.MEMORYHUB_MAX_UPLOAD_BYTES + 64 * 1024:
-            raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
+        return _upload(request, bank, handler)
+    except (PathNotAllowed, TooLarge) as exc:
+        # Raised while the body is read (by the CSRF check first): the file is dropped, the page says why.
+        messages.error(request, str(exc))
+    except OSError as exc:
+        messages.error(request, f"The upload could not be written: {exc.strerror or exc.__class__.__name__}.")
+    finally:
+        handler.discard()
+    return redirect("portability:transfer", bank_id=bank.bank_id)
+
+
+@csrf_protect
+def _upload(request: HttpRequest, bank: Bank, handler: BankFolderUpload) -> HttpResponse:
+    try:
         upload = request.FILES.get("archive")
-        if upload is None:
+        if upload is None or handler.pending is None:
             raise MemoryHubError("Choose a file to upload.")
-        if (upload.size or 0) > settings.MEMORYHUB_MAX_UPLOAD_BYTES:
-            raise MemoryHubError(f"The file is larger than the {settings.MEMORYHUB_MAX_UPLOAD_BYTES} byte limit.")
         dest = _root_for(request, bank.bank_id) / sanitize_upload_name(upload.name or "")
         # Same mode as exports (0600): an archive holds a bank's memories, so only the server's user reads
-        # it. Written under a temporary name and linked into place only if the name is still free.
-        with atomic_write(dest, "wb", replace=False) as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
+        # it. Received under a temporary name and linked into place only if the name is still free.
+        handler.pending.keep(dest)
         messages.success(request, f"Uploaded {dest.name} to {dest.parent.shown}/.")
-    except (MemoryHubError, PathNotAllowed) as exc:
+    except (MemoryHubError, PathNotAllowed, TooLarge) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     except OSError as exc:
         messages.error(request, f"The upload could not be written: {exc.strerror or exc.__class__.__name__}.")

@@ -9,6 +9,7 @@ from portability.paths.fs import (
     MARKER,
     DirectoryWriter,
     Location,
+    PendingFile,
     atomic_write,
     directory_export,
     list_entries,
@@ -44,7 +45,7 @@ from portability.paths.rules import (
 
 __all__ = [
     "BANKS_DIR", "CONTAINMENT_REQUIRED", "ENV_ROOTS", "MARKER", "MAX_COMPONENT_BYTES", "MAX_PATH_CHARS", "MAX_SEGMENTS",
-    "MAX_UPLOAD_NAME_CHARS", "DirectoryWriter", "Location", "PathNotAllowed", "as_location", "atomic_write",
+    "MAX_UPLOAD_NAME_CHARS", "DirectoryWriter", "Location", "PendingFile", "PathNotAllowed", "as_location", "atomic_write",
     "bank_parts", "check_cli_write", "check_read", "check_write", "configured_roots", "in_layout", "directory_export",
     "list_entries", "locate", "locate_stored", "open_file_fd", "opened_dir", "owner", "remove_stale_temporaries",
     "resolve_contained", "root_of", "sanitize_upload_name", "shown_bank_dir", "walk_files",

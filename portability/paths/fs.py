@@ -298,6 +298,61 @@ def spool_beside(where: Location) -> Iterator[IO[str]]:
         yield spool
 
 
+class PendingFile:
+    """A file received a piece at a time (an upload), kept under a temporary name inside ``folder`` (made
+    if missing) until ``keep`` puts it in place without taking an existing name, or ``discard`` drops it."""
+
+    def __init__(self, folder: Location) -> None:
+        self.folder = folder
+        with opened_dir(folder, create=True) as fd:
+            self.parent = os.dup(fd)
+        self.temp = _temp_name("upload", ".tmp")
+        try:
+            self.fp: IO[bytes] | None = os.fdopen(os.open(self.temp, _CREATE, 0o600, dir_fd=self.parent), "wb")
+        except BaseException:
+            os.close(self.parent)
+            raise
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        assert self.fp is not None, "the file was kept or discarded already"
+        self.fp.write(data)
+        self.size += len(data)
+
+    def keep(self, where: Location) -> None:
+        """Put the file at ``where``: linked in place when it is in the same folder, else copied there
+        (another root) through ``atomic_write``; an existing name is refused either way."""
+        assert self.fp is not None, "the file was kept or discarded already"
+        self.fp.flush()
+        os.fsync(self.fp.fileno())
+        self.fp.close()
+        self.fp = None
+        if where.parent == self.folder:
+            try:
+                os.link(self.temp, where.name, src_dir_fd=self.parent, dst_dir_fd=self.parent, follow_symlinks=False)
+            except FileExistsError:
+                raise PathNotAllowed(f"{where.shown} already exists", "exists") from None
+            os.fsync(self.parent)
+            return
+        with os.fdopen(os.open(self.temp, _READ, dir_fd=self.parent), "rb") as source, \
+                atomic_write(where, "wb", replace=False) as out:
+            shutil.copyfileobj(source, out)
+
+    def discard(self) -> None:
+        """Remove the temporary file (after ``keep`` too: the kept name is a link of its own)."""
+        if self.parent < 0:
+            return
+        if self.fp is not None:
+            self.fp.close()
+            self.fp = None
+        try:
+            os.unlink(self.temp, dir_fd=self.parent)
+        except FileNotFoundError:
+            pass
+        os.close(self.parent)
+        self.parent = -1
+
+
 class DirectoryWriter:
     """Writes files below a directory held open by descriptor (a directory export being built)."""
 
@@ -429,5 +484,5 @@ def remove_stale_temporaries(where: Location, cutoff: float) -> int:
     return removed
 
 
-__all__ = ["MARKER", "DirectoryWriter", "Location", "atomic_write", "directory_export", "list_entries",
+__all__ = ["MARKER", "DirectoryWriter", "Location", "PendingFile", "atomic_write", "directory_export", "list_entries",
            "open_file_fd", "opened_dir", "remove_stale_temporaries", "spool_beside", "walk_files"]

@@ -192,7 +192,7 @@ def test_an_upload_whose_root_is_a_missing_folder_or_a_file_is_refused_with_a_me
         response = admin_client.post("/banks/user-alice/transfer/upload", {
             "archive": SimpleUploadedFile("a.ama.jsonl", b"{}\n"), "root": chosen}, follow=True)
         assert response.status_code == 200 and "Choose one of the configured roots" in response.content.decode()
-    assert sorted(p.name for p in root.iterdir()) == ["a-file"]
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir()) == ["a-file"]
 
 
 def test_a_command_line_export_to_a_folder_or_a_thousand_folders_deep_is_a_clear_error(bank, tmp_path):

@@ -95,3 +95,34 @@ def test_the_transfer_page_shows_where_files_live_by_default(admin_client, bank)
     assert "only in its own folder <code>banks/_/user-alice/</code> inside " in page
     assert f"<code>{default}</code>" in page
     assert "No portability roots are configured" not in page
+
+
+def test_an_upload_is_received_inside_the_banks_folder_never_in_the_machines_temp(admin_client, bank, root,
+                                                                                   settings, tmp_path):
+    # Past Django's in-memory limit an upload is spooled to FILE_UPLOAD_TEMP_DIR: it must stay unused (here
+    # it cannot even be used: it is a file, so any temporary file made there would fail the upload).
+    spool = tmp_path / "machine-temp"
+    spool.write_text("not a folder")
+    settings.FILE_UPLOAD_TEMP_DIR = str(spool)
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
+    body = b'{"_ama_version": 1}\n' + b"x" * 200_000
+    admin_client.post("/banks/user-alice/transfer/upload", {
+        "archive": SimpleUploadedFile("big.ama.jsonl", body), "root": str(root)})
+    folder = root / "banks" / "_" / "user-alice"
+    assert (folder / "big.ama.jsonl").read_bytes() == body
+    assert sorted(p.name for p in folder.iterdir()) == ["big.ama.jsonl"]  # no temporary file left
+    # Over the cap: refused, and nothing is left behind.
+    settings.MEMORYHUB_MAX_UPLOAD_BYTES = 100_000
+    response = admin_client.post("/banks/user-alice/transfer/upload", {
+        "archive": SimpleUploadedFile("bigger.ama.jsonl", body[:100_001] + b"\n" * 10_000)}, follow=True)
+    assert "larger than the 100000 byte limit" in response.content.decode()
+    assert sorted(p.name for p in folder.iterdir()) == ["big.ama.jsonl"]
+
+
+def test_an_upload_still_needs_the_csrf_token(bank, root, django_user_model):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(django_user_model.objects.create_superuser(username="root", password="pw"))
+    response = client.post("/banks/user-alice/transfer/upload", {
+        "archive": SimpleUploadedFile("a.ama.jsonl", b"{}\n"), "root": str(root)})
+    assert response.status_code == 403
+    assert not (root / "banks" / "_" / "user-alice" / "a.ama.jsonl").exists()
