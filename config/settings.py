@@ -409,9 +409,8 @@ MEMORYHUB_MAX_ARCHIVE_LINE_BYTES = env_int("MEMORYHUB_MAX_ARCHIVE_LINE_BYTES", 1
 MEMORYHUB_MAX_JSON_DOCUMENT_BYTES = env_int("MEMORYHUB_MAX_JSON_DOCUMENT_BYTES", 500 * 1024 * 1024)
 
 # Every line carries its request's X-Request-ID (memoryhub.logs); MEMORYHUB_LOG_FORMAT=json writes one
-# JSON object a line. The Celery worker logs through the same handler rather than its own.
+# JSON object a line. The Celery worker and beat format their own handlers the same way (config/celery.py).
 MEMORYHUB_LOG_FORMAT = env_str("MEMORYHUB_LOG_FORMAT", "plain").lower()
 LOGGING = logging_config(MEMORYHUB_LOG_FORMAT, env_str("MEMORYHUB_LOG_LEVEL", "INFO"))
-CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

@@ -89,3 +89,18 @@ def test_the_settings_pick_the_format():
 
     with pytest.raises(ImproperlyConfigured, match="MEMORYHUB_LOG_FORMAT must be one of plain, json; got 'xml'"):
         logging_config("xml", "INFO")
+
+
+def test_the_celery_workers_own_handlers_write_the_same_lines(settings):
+    from config.celery import _format_like_the_web
+
+    stream = io.StringIO()
+    worker_logger = logging.getLogger("memoryhub.tests.celery")
+    worker_logger.handlers = [logging.StreamHandler(stream)]
+    worker_logger.setLevel(logging.INFO)
+    worker_logger.propagate = False
+    settings.MEMORYHUB_LOG_FORMAT = "json"
+    _format_like_the_web(worker_logger)
+    worker_logger.info("task done")
+    assert json.loads(stream.getvalue()) | {"time": None} == {
+        "time": None, "level": "INFO", "logger": "memoryhub.tests.celery", "message": "task done", "request_id": "-"}
