@@ -124,14 +124,13 @@ def load(spec: Spec, seed: int) -> Bank:
     build = bank_vector_index_prepare(bank, incoming=spec.size)
     with bank_loading(bank):
         for start in range(0, spec.size, 2000):
-            rows = []
-            for i in range(start, min(spec.size, start + 2000)):
-                text = text_for(spec, i, rng)
-                rows.append(MemoryRow(
-                    memory_id=f"m{i:07d}", text=text, fact_type="world", memory_layer=None,
-                    tags=[rng.choice(TOPICS)], metadata={}, occurred_at=now, retained_at=now, created_at=now,
-                    source=None, content_hash=content_hash(text), embedding=embedder.embed_one(text),
-                    embedding_model=embedder.name, embedding_dims=embedder.dimensions))
+            texts = [text_for(spec, i, rng) for i in range(start, min(spec.size, start + 2000))]
+            rows = [MemoryRow(
+                memory_id=f"m{start + k:07d}", text=text, fact_type="world", memory_layer=None,
+                tags=[rng.choice(TOPICS)], metadata={}, occurred_at=now, retained_at=now, created_at=now,
+                source=None, content_hash=content_hash(text), embedding=vector, embedding_model=embedder.name,
+                embedding_dims=embedder.dimensions) for k, (text, vector) in enumerate(zip(texts, embedder.embed(texts),
+                                                                                          strict=True))]
             with transaction.atomic():
                 rows_insert(bank.pk, rows, now)
     if build or bank.own_vector_index:
