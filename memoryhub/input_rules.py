@@ -1,6 +1,6 @@
 """Pure rules for what input can be stored at all, shared by every surface.
 
-PostgreSQL refuses NUL characters in text and JSONB, psycopg cannot encode a lone
+PostgreSQL refuses NUL characters in text and JSONB (and NaN or Infinity in JSONB), psycopg cannot encode a lone
 surrogate, Python's JSON reader recurses once per nesting level, and a timestamp
 whose UTC time leaves years 1..9999 can be stored by PostgreSQL but never read back
 by Python. Each of these once turned one request into a bank that answered 500 on
@@ -9,6 +9,7 @@ every later read, so they are refused at the edge with the field named.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -69,6 +70,10 @@ def check_storable(value: Any, field: str = "", *, depth: int = 0) -> None:
     elif isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise UnstorableInput(field or None, "integer out of the 64-bit range")
+    elif isinstance(value, float):
+        # Python's JSON reader takes NaN and Infinity; JSON and PostgreSQL's jsonb do not.
+        if not math.isfinite(value):
+            raise UnstorableInput(field or None, "NaN and Infinity are not JSON numbers")
     elif isinstance(value, dict):
         for key, item in value.items():
             key_text = str(key)

@@ -120,6 +120,26 @@ def _stored(bank: Bank, memory_ids: list[str], hashes: list[str]) -> tuple[dict[
     return existing, live
 
 
+def line_problem(item: MemoryRecord | RecordError, seen_ids: dict[int, Any]) -> str | None:
+    """Why this line cannot be stored, or None (then its id is remembered in ``seen_ids``).
+
+    The one list of a line's rules: the strict pre-pass and the batch writer both ask it, so a strict
+    import refuses exactly the lines a plain one would leave out, before anything is written."""
+    if isinstance(item, RecordError):
+        return item.reason
+    _created_from_metadata(item)
+    if not item.text.strip():
+        return "empty text"
+    if (problem := record_problem(item)) is not None:
+        return problem
+    if item.memory_id:
+        key = _id_key(item.memory_id)
+        if (earlier := seen_ids.get(key)) is not None:
+            return f"memory_id '{item.memory_id}' repeats line {earlier}"
+        seen_ids[key] = item.position
+    return None
+
+
 # Memories an import stores before it first refreshes the planner's statistics (then at each doubling).
 STATISTICS_FIRST = 5000
 
@@ -179,25 +199,14 @@ class _Importer:
         records: list[MemoryRecord] = []
         for item in batch:
             report.lines += 1
-            if isinstance(item, MemoryRecord):
-                _created_from_metadata(item)
-            if isinstance(item, RecordError):
-                report.invalid += 1
-                report.note(item.position, item.reason)
-            elif not item.text.strip():
-                report.invalid += 1
-                report.note(item.position, "empty text")
-            elif (problem := record_problem(item)) is not None:
+            problem = line_problem(item, self.seen_ids)
+            if problem is not None:
                 report.invalid += 1
                 report.note(item.position, problem)
-            elif item.memory_id and (earlier := self.seen_ids.get(_id_key(item.memory_id))) is not None:
-                report.invalid += 1
-                report.note(item.position, f"memory_id '{item.memory_id}' repeats line {earlier}")
             else:
+                assert isinstance(item, MemoryRecord)
                 if not item.memory_id:
                     item.memory_id = new_memory_id()
-                else:
-                    self.seen_ids[_id_key(item.memory_id)] = item.position
                 records.append(item)
         if not records:
             return
@@ -407,20 +416,14 @@ def archive_import(
         raise InvalidInput(f"must be one of {', '.join(ON_CONFLICT)}", field="on_conflict")
     report = ImportReport(dry_run=dry_run, strict=strict, on_conflict=on_conflict)
     if strict and not dry_run:
+        # Every rule a write applies, on every line, before the first one is written.
         check = ImportReport()
         seen: dict[int, Any] = {}
         for item in records():
             check.lines += 1
-            if isinstance(item, RecordError):
+            if (problem := line_problem(item, seen)) is not None:
                 check.invalid += 1
-                check.note(item.position, item.reason)
-            elif item.memory_id:
-                key = _id_key(item.memory_id)
-                if key in seen:
-                    check.invalid += 1
-                    check.note(item.position, f"memory_id '{item.memory_id}' repeats line {seen[key]}")
-                else:
-                    seen[key] = item.position
+                check.note(item.position, problem)
         if check.invalid:
             report.lines, report.invalid, report.errors = check.lines, check.invalid, check.errors
             report.aborted = f"strict mode: {check.invalid} bad line(s), nothing was written"
