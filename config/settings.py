@@ -290,6 +290,14 @@ MEMORYHUB_JOB_STALE_SECONDS = env_int("MEMORYHUB_JOB_STALE_SECONDS", 45)
 MEMORYHUB_JOB_SWEEP_SECONDS = env_int("MEMORYHUB_JOB_SWEEP_SECONDS", 15)
 MEMORYHUB_JOB_AUTO_RESUMES = env_int("MEMORYHUB_JOB_AUTO_RESUMES", 3)
 MEMORYHUB_JOB_CANCEL_GRACE_SECONDS = env_float("MEMORYHUB_JOB_CANCEL_GRACE_SECONDS", 5.0)
+# Transfers done inside a request hold a web worker: past these sizes /v1/import and /v1/export answer 413 and
+# ask for "async": true (a job): archives of more lines (or, without a count in their header, bigger files),
+# whole-bank restores of more decompressed bytes, whole-bank and non-AMA exports of banks with more memories.
+MEMORYHUB_SYNC_IMPORT_MAX_LINES = env_int("MEMORYHUB_SYNC_IMPORT_MAX_LINES", 2000)
+MEMORYHUB_SYNC_TRANSFER_MAX_BYTES = env_int("MEMORYHUB_SYNC_TRANSFER_MAX_BYTES", 32 * 1024 * 1024)
+MEMORYHUB_SYNC_EXPORT_MAX_MEMORIES = env_int("MEMORYHUB_SYNC_EXPORT_MAX_MEMORIES", 20_000)
+# The longest line a whole-bank archive may hold (a longer one is refused, never read into memory).
+MEMORYHUB_BANK_ARCHIVE_MAX_LINE_BYTES = env_int("MEMORYHUB_BANK_ARCHIVE_MAX_LINE_BYTES", 16 * 1024 * 1024)
 # A bank with more memories than this is deleted by a job (202) rather than inside the request.
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 # Banks of the shared vector graph that grew to MEMORYHUB_OWN_VECTOR_INDEX_ROWS are moved onto their own this often.

@@ -73,6 +73,13 @@ class Unprocessable(MemoryHubError):
     status, code = 422, "unprocessable"
 
 
+class TooLargeForRequest(MemoryHubError):
+    """Work too big to do inside one request (a worker would be held for minutes): the message says how to
+    run it as a job instead (``"async": true``)."""
+
+    status, code = 413, "too_large_for_request"
+
+
 class RateLimited(MemoryHubError):
     status, code = 429, "rate_limited"
 

@@ -29,9 +29,10 @@ from banks.turn_context import embedding_text
 from banks.vectors import vector_literal
 from memoryhub.errors import Conflict, MemoryHubError
 from memoryhub.queue import send_task
-from portability.formats.registry import open_archive
+from portability.formats.registry import max_decompressed_bytes, open_archive
 from portability.roots import stored_location
 from portability.services import archive_export, archive_import
+from portability.services.bank_archive import bank_archive_export, bank_archive_import
 from portability.services.exporter import archive_export_as
 from portability.services.job_health import job_resume_params, jobs_to_resume
 
@@ -95,8 +96,22 @@ def _bank(job: Job) -> Bank:
     return job.bank
 
 
+def _restore(job: Job) -> None:
+    """A whole-bank archive restored as a job: one transaction, so a killed restore leaves the bank empty
+    and a resumed one starts again from the top."""
+    path = stored_location(job.params["path"])
+    job_phase(job, "restoring")
+    counts = bank_archive_import(bank=_bank(job), path=path, actor=job.created_by, max_bytes=max_decompressed_bytes(),
+                                 progress=lambda lines: job_note(job, done=lines))
+    job_finish(job=job, counts=counts, result={"imported": counts.get("memory", 0), "skipped": 0, "errors": 0,
+                                               "format": "mhba", "counts": counts})
+
+
 def _import(job: Job) -> None:
     params = job.params
+    if params.get("format") == "mhba":
+        _restore(job)
+        return
     path = stored_location(params["path"])
     fmt, header, records = open_archive(path, params.get("format"))
     total = header.memory_count if isinstance(header.memory_count, int) else None
@@ -122,6 +137,12 @@ def _export(job: Job) -> None:
     params = job.params
     dest = stored_location(params["path"], bank_id=_bank(job).bank_id)
     job_phase(job, "writing")
+    if params.get("full"):
+        counts = bank_archive_export(bank=_bank(job), dest=dest, actor=job.created_by,
+                                     progress=lambda lines: job_note(job, done=lines))
+        job_finish(job=job, counts={"exported": counts.get("memory", 0)}, result={
+            "path": str(dest.path), "exported_count": counts.get("memory", 0), "full": True, "counts": counts})
+        return
     if params.get("format", "ama") != "ama":
         report = archive_export_as(bank=_bank(job), dest=dest, fmt=params["format"], actor=job.created_by)
         job_finish(job=job, counts={"exported": report.exported_count}, result={

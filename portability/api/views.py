@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.conf import settings
 from pydantic import Field
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,9 +14,10 @@ from banks.api.wire import WireModel
 from banks.models import Job
 from banks.selectors.bank_jobs import bank_deletion_job
 from banks.services.jobs import job_cancel_request
-from memoryhub.errors import BankNotFound, NotFound, Unprocessable
+from memoryhub.errors import BankNotFound, NotFound, TooLargeForRequest, Unprocessable
 from portability.formats.ama import AmaCountMismatch
-from portability.formats.registry import max_decompressed_bytes, open_archive
+from portability.formats.compression import ArchiveTooLarge
+from portability.formats.registry import open_archive
 from portability.jobs import entities_reextract_start, job_resume, job_start_async
 from portability.paths import Location, PathNotAllowed
 from portability.roots import bank_location, refused
@@ -76,6 +78,29 @@ def _failed(exc: Exception, where: Location) -> Unprocessable:
     return Unprocessable(f"export failed: {exc}")
 
 
+ASYNC_HINT = 'send "async": true to run it as a job (202, then follow /v1/jobs/{job_id})'
+
+
+def _too_big_to_export(bank_memories: int, what: str) -> None:
+    limit = settings.MEMORYHUB_SYNC_EXPORT_MAX_MEMORIES
+    if bank_memories > limit:
+        raise TooLargeForRequest(f"{what} of {bank_memories} memories is over the {limit} done inside a request; "
+                                 f"{ASYNC_HINT}", limit=limit)
+
+
+def _too_big_to_import(source: Location, lines: int | None, *, cap: int | None = None) -> None:
+    """Refuse before reading further: an archive whose header counts more lines than a request may
+    import, or (without a count) a file bigger than ``cap`` (by default a kibibyte per line allowed)."""
+    limit = settings.MEMORYHUB_SYNC_IMPORT_MAX_LINES
+    if lines is not None and lines > limit:
+        raise TooLargeForRequest(f"{source.shown} holds {lines} memories, over the {limit} imported inside a "
+                                 f"request; {ASYNC_HINT}", limit=limit)
+    size, cap = source.stat().st_size, cap or limit * 1024
+    if lines is None and size > cap:
+        raise TooLargeForRequest(f"{source.shown} is {size} bytes, over the {cap} read inside a request; "
+                                 f"{ASYNC_HINT}", limit=cap)
+
+
 class ExportApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, ExportRequest)
@@ -90,6 +115,11 @@ class ExportApi(BankApiView):
         if is_dir and body.format != "markdown":
             raise Unprocessable(f"{dest.shown} is a directory; give a file name inside it")
         if body.full:
+            if body.run_async and not bank.is_never_written:
+                job = job_start_async(kind="export", bank=bank, actor=self.actor(request),
+                                      params={"path": str(dest.path), "full": True})
+                return ok(job_body(job), status=202)
+            _too_big_to_export(bank.memories.count(), "a whole-bank export")
             try:
                 counts = bank_archive_export(bank=bank, dest=dest, actor=self.actor(request))
             except (OSError, PathNotAllowed) as exc:
@@ -101,6 +131,7 @@ class ExportApi(BankApiView):
                 job = job_start_async(kind="export", bank=bank, actor=self.actor(request),
                                       params={"path": str(dest.path), "format": body.format})
                 return ok(job_body(job), status=202)
+            _too_big_to_export(bank.memories.count(), f"a {body.format} export")
             try:
                 other = archive_export_as(bank=bank, dest=dest, fmt=body.format, actor=self.actor(request))
             except (OSError, ValueError) as exc:
@@ -138,11 +169,22 @@ class ImportApi(BankApiView):
         if whole_bank:
             if body.dry_run or body.strict:
                 raise Unprocessable("a whole-bank archive restores all or nothing; dry_run and strict do not apply")
+            # Inside a request: a file that is big, or decompresses to much, is refused before it costs the
+            # worker more than the cap (a gzip bomb stops at the cap; no line longer than the line cap is held).
+            cap = settings.MEMORYHUB_SYNC_TRANSFER_MAX_BYTES
+            if not body.run_async:
+                _too_big_to_import(source, None, cap=cap)
             if bank.is_never_written:
                 bank = self.bank(request, body.bank_id, "admin", create=True)
+            if body.run_async:
+                job = job_start_async(kind="import", bank=bank, actor=self.actor(request),
+                                      params={"path": str(source.path), "format": "mhba"})
+                return ok(job_body(job), status=202)
             try:
-                counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request),
-                                             max_bytes=max_decompressed_bytes())
+                counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request), max_bytes=cap)
+            except ArchiveTooLarge:
+                raise TooLargeForRequest(f"{source.shown} decompresses to more than the {cap} bytes restored inside "
+                                         f"a request; {ASYNC_HINT}", limit=cap) from None
             except ValueError as exc:
                 raise Unprocessable(str(exc)) from None
             return ok({"imported": counts.get("memory", 0), "skipped": 0, "errors": 0, "format": "mhba",
@@ -164,6 +206,7 @@ class ImportApi(BankApiView):
                 "path": str(source.path), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
                 "strict": body.strict})
             return ok(job_body(job), status=202)
+        _too_big_to_import(source, header.memory_count if isinstance(header.memory_count, int) else None)
         try:
             report = archive_import(bank=bank, records=records, actor=self.actor(request),
                                     on_conflict=body.on_conflict, dry_run=body.dry_run, strict=body.strict,

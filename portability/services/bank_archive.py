@@ -18,11 +18,12 @@ public ids (``memory_id``, ``entity_id``...), never database keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import models, transaction
 from django.utils import timezone
 
@@ -44,7 +45,8 @@ from banks.services.audit import audit_record
 from banks.services.memory_rows import mentions_recount, rows_merged_into_set
 from memoryhub.errors import Conflict, Unprocessable
 from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
-from portability.formats.compression import open_archive_bytes
+from portability.formats.common import bounded_lines
+from portability.formats.compression import ArchiveTooLarge, open_archive_bytes
 from portability.paths import Location, as_location
 
 MHBA_VERSION = 1
@@ -135,12 +137,17 @@ def bank_archive_stream(*, bank: Bank, actor: str) -> Iterator[str]:
     return bank_archive_lines(bank)
 
 
-def bank_archive_export(*, bank: Bank, dest: Path | Location, actor: str) -> dict[str, int]:
-    """Write the whole bank to ``dest`` atomically (0600); ``.gz`` compresses. Returns rows per table."""
+def bank_archive_export(*, bank: Bank, dest: Path | Location, actor: str,
+                        progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Write the whole bank to ``dest`` atomically (0600); ``.gz`` compresses. Returns rows per table.
+
+    ``progress(lines)`` every ``BATCH`` lines (a job's note and cancel check)."""
     counts: dict[str, int] = {}
     with atomic_write(dest) as out:
-        for line in bank_archive_lines(bank, counts):
+        for number, line in enumerate(bank_archive_lines(bank, counts), start=1):
             out.write(line)
+            if progress is not None and number % BATCH == 0:
+                progress(number)
     audit_record(actor=actor, action="bank.export", bank=bank, details={"format": "mhba", "counts": counts,
                                                                          "path": str(as_location(dest).path)})
     return counts
@@ -158,9 +165,23 @@ def is_bank_archive(path: Path | Location) -> bool:
     return isinstance(first, dict) and "mhba_version" in first
 
 
+def max_line_bytes() -> int:
+    return int(getattr(django_settings, "MEMORYHUB_BANK_ARCHIVE_MAX_LINE_BYTES", 16 * 1024 * 1024))
+
+
 def _lines(path: Path | Location, cap: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The archive's lines as objects; at most ``cap`` bytes read (decompressed), no line longer than
+    ``max_line_bytes()`` ever held: past either the restore stops with an error naming the line."""
+    longest = max_line_bytes()
+    read = 0
     with open_archive_bytes(path, cap) as fp:
-        for number, raw in enumerate(fp, start=1):
+        for number, raw in bounded_lines(fp, longest):
+            if raw is None:
+                raise Unprocessable(f"line {number} of {path.name} is longer than {longest} bytes; "
+                                    "a whole-bank archive's lines are never that long")
+            read += len(raw)
+            if read > cap:
+                raise ArchiveTooLarge(f"{path.name} holds more than {cap} bytes; refusing to read on")
             try:
                 data = json.loads(raw)
             except ValueError as exc:
@@ -242,8 +263,13 @@ def _insert_raw(model: type[models.Model], objects: list[models.Model]) -> None:
             obj.pk = row[0]
 
 
-def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_bytes: int) -> dict[str, int]:
-    """Restore a whole-bank archive into ``bank``, which must hold nothing yet (a restore is exact or refused)."""
+def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_bytes: int,
+                        progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Restore a whole-bank archive into ``bank``, which must hold nothing yet (a restore is exact or refused).
+
+    Reads at most ``max_bytes`` (decompressed; ``ArchiveTooLarge`` past it, nothing restored).
+    ``progress(lines)`` every ``BATCH`` lines: it must not use the database (it runs inside the
+    restore's transaction; a job's note does not)."""
     if Memory.objects.filter(bank=bank).exists() or MentalModel.objects.filter(bank=bank).exists():
         raise Conflict(f"bank {bank.bank_id} is not empty; a whole-bank archive restores into an empty bank")
     loader = _Loader(bank)
@@ -254,6 +280,8 @@ def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_by
         order = [kind for kind, _, _ in TABLES]
         current = 0
         for number, data in _lines(path, max_bytes):
+            if progress is not None and number % BATCH == 0:
+                progress(number)
             if number == 1:
                 if data.get("mhba_version") != MHBA_VERSION:
                     raise Unprocessable(f"{path.name} is not a version {MHBA_VERSION} whole-bank archive")
