@@ -53,14 +53,20 @@ class Principal:
     is_superuser: bool = False
     user_id: int | None = None
     token_id: int | None = None
+    # A token an operator minted holds at most what its minter holds now: losing a role (or the
+    # account) takes it from the token too.
+    ceiling: Principal | None = None
 
     def permissions_for(self, bank_id: str) -> frozenset[str]:
         if self.is_superuser:
-            return frozenset(PERMISSIONS)
-        perms: set[str] = set()
-        for pattern, granted in self.grants:
-            if fnmatch.fnmatchcase(bank_id, pattern):
-                perms |= granted
+            perms: set[str] = set(PERMISSIONS)
+        else:
+            perms = set()
+            for pattern, granted in self.grants:
+                if fnmatch.fnmatchcase(bank_id, pattern):
+                    perms |= granted
+        if self.ceiling is not None:
+            perms &= self.ceiling.permissions_for(bank_id)
         return frozenset(perms)
 
     def can(self, bank_id: str, permission: str) -> bool:
@@ -100,7 +106,15 @@ def principal_for_token(token: object) -> Principal:
     for grant in getattr(token, "grants", []) or []:
         grants.append((str(grant.get("bank", "")), normalise_permissions(grant.get("permissions", []))))
     label = getattr(token, "principal", "") or f"token:{token.prefix}"  # type: ignore[attr-defined]
-    return Principal(label=label, grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
+    principal = Principal(label=label, grants=grants, token_id=token.pk)  # type: ignore[attr-defined]
+    minter_id = getattr(token, "created_by_id", None)
+    if minter_id is not None:
+        from django.contrib.auth import get_user_model
+
+        minter = get_user_model().objects.filter(pk=minter_id, is_active=True).first()
+        # A minter whose account is gone or disabled leaves the token nothing.
+        principal.ceiling = principal_for_user(minter) if minter is not None else Principal(label="nobody")
+    return principal
 
 
 def principal_for_user(user: AbstractBaseUser | AnonymousUser) -> Principal:
@@ -154,3 +168,23 @@ def banks_to_read(principal: Principal, bank_ids: list[str], permission: str = "
     never written reads as empty (as Astrocyte answers an unknown bank), so one new bank in a
     multi-bank read never fails the others. REST, MCP and the agent tools all resolve through here."""
     return [bank_for(principal, bank_id, permission, empty_if_missing=True) for bank_id in bank_ids or [""]]
+
+
+# The permission each privileged operation needs, decided here once for every surface (REST, MCP and
+# agent tools, operator pages, bulk actions, the admin); the services check it at their entry with
+# ``authorize``.
+def forget_permission(*, scope: str | None = None, compliance: bool = False, erase: bool = False) -> str:
+    """A compliance erase, a purge and a whole-bank forget are admin matters; any other forget is ``forget``."""
+    return "admin" if compliance or erase or scope == "all" else "forget"
+
+
+def bulk_permission(action: str, *, compliance: bool = False) -> str:
+    return forget_permission(compliance=compliance) if action == "forget" else "write"
+
+
+def authorize(by: Principal | None, bank_id: str, permission: str) -> None:
+    """Refuse ``by`` unless it holds ``permission`` on ``bank_id``. ``None`` is the server acting on its
+    own authority (a periodic task, a management command run by the server's user); every request
+    surface passes the caller."""
+    if by is not None and not by.can(bank_id, permission):
+        raise AccessDenied(by.label, permission, bank_id)

@@ -11,6 +11,7 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
+from banks.access import principal_for_user
 from banks.admin.scale import FixedChoicesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
 from banks.content import content_hash
 from banks.models import Bank, Entity, EntityLink, Memory, MemoryLink
@@ -141,8 +142,8 @@ class MemoryAdmin(ScaledAdmin):
 
     @admin.action(description="Forget selected memories (tombstone)")
     def forget_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        done = sum(memory_forget(bank=bank, actor=admin_actor(request), memory_ids=ids,
-                                 reason="admin action").deleted_count for bank, ids in self._by_bank(queryset))
+        done = sum(memory_forget(bank=bank, actor=admin_actor(request), memory_ids=ids, reason="admin action",
+                                 by=principal_for_user(request.user)).deleted_count for bank, ids in self._by_bank(queryset))
         messages.success(request, f"Forgot {done} memories.")
 
 

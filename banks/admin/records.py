@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 
 from banks import models
+from banks.access import principal_for_user
 from banks.admin.memories import admin_actor, full_text
 from banks.admin.scale import FixedChoicesFilter, IndexedValuesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
 from banks.services.banks import bank_delete, bank_update
@@ -59,13 +60,15 @@ class BankAdmin(ScaledAdmin):
         return summary, {"banks": len(summary)}, set(), protected
 
     def delete_model(self, request: HttpRequest, obj: models.Bank) -> None:
-        job = bank_delete(bank=obj, actor=admin_actor(request), confirm=obj.bank_id, reason="admin")
+        job = bank_delete(bank=obj, actor=admin_actor(request), confirm=obj.bank_id, reason="admin",
+                          by=principal_for_user(request.user))
         if job is not None:
             self.message_user(request, f"Bank {obj.bank_id} is gone from every route; its memories are being "
                                        f"deleted in the background (job {job.pk}).", messages.INFO)
 
     def save_model(self, request: HttpRequest, obj: models.Bank, form: Any, change: bool) -> None:
         bank_update(bank=models.Bank.objects.get(pk=obj.pk), actor=admin_actor(request),
+                    by=principal_for_user(request.user),
                     **{name: form.cleaned_data[name] for name in form.changed_data})
 
 

@@ -86,7 +86,7 @@ class HoldApi(AdminBankView):
         # As Astrocyte, a hold may be placed on a bank before anything is written to it.
         bank = self.bank(request, bank_id, "admin", create=True)
         hold = hold_set(bank=bank, hold_id=body.hold_id, reason=body.reason, set_by=body.set_by,
-                        actor=self.actor(request))
+                        actor=self.actor(request), by=self.principal(request))
         return ok(legal_hold(hold))
 
 
@@ -95,7 +95,7 @@ class HoldReleaseApi(AdminBankView):
         query = self.query(request, HoldReleaseQuery)
         bank = self.existing_bank(request, bank_id)
         released = bank is not None and hold_release(bank=bank, hold_id=hold_id, actor=self.actor(request),
-                                                     reason=query.reason)
+                                                     reason=query.reason, by=self.principal(request))
         return ok({"bank_id": bank_id, "hold_id": hold_id, "released": released})
 
 
@@ -118,7 +118,8 @@ class LifecycleRunApi(AdminBankView):
     def post(self, request: Request) -> Response:
         body = self.body(request, LifecycleRunRequest)
         bank = self.existing_bank(request, body.bank_id)
-        outcome = lifecycle_run(bank=bank, actor=self.actor(request)) if bank else LifecycleOutcome()
+        outcome = lifecycle_run(bank=bank, actor=self.actor(request), by=self.principal(request)) if bank \
+            else LifecycleOutcome()
         return ok(lifecycle_result(outcome))
 
 
@@ -130,5 +131,6 @@ class LifecyclePolicyApi(AdminBankView):
     def put(self, request: Request, bank_id: str) -> Response:
         body = self.body(request, LifecyclePolicyRequest)
         bank = self.bank(request, bank_id, "admin", create=True)
-        row = lifecycle_policy_set(bank=bank, actor=self.actor(request), **body.model_dump(exclude_unset=True))
+        row = lifecycle_policy_set(bank=bank, actor=self.actor(request), by=self.principal(request),
+                                   **body.model_dump(exclude_unset=True))
         return ok(lifecycle_policy(bank_id, row))

@@ -44,7 +44,7 @@ class BankApi(BankApiView):
         body = self.body(request, BankUpdateRequest)
         bank = self.bank(request, bank_id, "admin", must_exist=True)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
-        bank = bank_update(bank=bank, actor=self.actor(request), **changes)
+        bank = bank_update(bank=bank, actor=self.actor(request), by=self.principal(request), **changes)
         job = search_reindex_job(bank)
         # A language change on a large bank re-indexes it in a job the client can follow.
         return ok({**render.bank(bank), "search_reindex_job_id": job.pk if job is not None else None})
@@ -53,7 +53,7 @@ class BankApi(BankApiView):
         query = self.query(request, BankDeleteQuery)
         bank = self.bank(request, bank_id, "admin", must_exist=True)
         job = bank_delete(bank=bank, actor=self.actor(request), confirm=query.confirm, reason=query.reason,
-                          mode="async" if query.run_async else "auto")
+                          mode="async" if query.run_async else "auto", by=self.principal(request))
         if job is None:
             return ok({"deleted": True, "bank_id": bank_id})
         # Too big to delete inside the request: the bank is gone for every client now, its rows go on the

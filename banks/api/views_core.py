@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from banks.access import banks_to_read, requested_bank_ids
+from banks.access import banks_to_read, forget_permission, requested_bank_ids
 from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
@@ -99,13 +99,14 @@ class HistoryApi(BankApiView):
 class ForgetApi(BankApiView):
     def post(self, request: Request) -> Response:
         body = self.body(request, ForgetRequest)
-        # Wiping a whole bank or erasing for compliance is an admin act; the rest needs forget.
-        needs_admin = body.scope == "all" or body.compliance or body.erase
-        bank = self.bank(request, body.bank_id, "admin" if needs_admin else "forget")
+        # Wiping a whole bank or erasing for compliance is an admin act; the rest needs forget (one rule,
+        # banks.access.forget_permission, which the service checks again against the caller).
+        bank = self.bank(request, body.bank_id, forget_permission(scope=body.scope, compliance=body.compliance,
+                                                                  erase=body.erase))
         outcome = memory_forget(
             bank=bank, actor=self.actor(request), memory_ids=body.memory_ids, tags=body.tags, scope=body.scope,
             before_date=body.before_date, archive=body.archive, compliance=body.compliance, erase=body.erase,
-            reason=body.reason or "",
+            reason=body.reason or "", by=self.principal(request),
         )
         return ok(render.forget_result(outcome))
 

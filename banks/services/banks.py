@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from banks.access import Principal, authorize
 from banks.models import Bank, BankMembership, Job
 from banks.providers.embeddings import Embedder, embedder_spec
 from banks.services.audit import audit_record
@@ -71,7 +72,8 @@ def check_recall_switches(config: dict[str, Any]) -> None:
         raise InvalidInput("must be true or false", field="config.recall.include_directives")
 
 
-def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
+def bank_update(*, bank: Bank, actor: str, by: Principal | None = None, **changes: Any) -> Bank:
+    authorize(by, bank.bank_id, "admin")  # bank settings are an admin matter on every surface
     unknown = set(changes) - set(_EDITABLE)
     if unknown:
         raise InvalidInput(f"cannot be changed (editable: {', '.join(_EDITABLE)})", field=sorted(unknown)[0])
@@ -101,13 +103,15 @@ def bank_update(*, bank: Bank, actor: str, **changes: Any) -> Bank:
     return bank
 
 
-def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "", mode: str = "auto") -> Job | None:
-    """Delete a bank and everything in it. ``confirm`` must repeat the bank id.
+def bank_delete(*, bank: Bank, actor: str, confirm: str, reason: str = "", mode: str = "auto",
+                by: Principal | None = None) -> Job | None:
+    """Delete a bank and everything in it (``admin``). ``confirm`` must repeat the bank id.
 
     The bank disappears at once for every client. A bank of at most ``sync_limit()`` memories is
     removed before this returns (None); a bigger one by a job on the worker, which is returned (see
     banks.services.bank_removal). ``mode`` "async" always starts a job, "now" never does (scripts).
     """
+    authorize(by, bank.bank_id, "admin")
     if mode not in ("auto", "async", "now"):
         raise InvalidInput("must be auto, async or now", field="mode")
     if confirm != bank.bank_id:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import QuerySet
 
+from banks.access import Principal, authorize, bulk_permission
 from banks.models import Bank, Memory
 from banks.providers import Embedder, bank_embedder
 from banks.services.audit import audit_record
@@ -45,12 +46,16 @@ def _chunks(rows: QuerySet[Memory]):  # noqa: ANN202
 
 def bulk_apply(*, bank: Bank, rows: QuerySet[Memory], action: str, actor: str, tag: str = "", reason: str = "",
                compliance: bool = False, target: Bank | None = None,
-               progress: Callable[[int], None] | None = None) -> BulkOutcome:
+               progress: Callable[[int], None] | None = None, by: Principal | None = None) -> BulkOutcome:
     """Apply ``action`` to the selection, a chunk per transaction, each chunk's rows changed in one
     statement (banks.services.memory_rows) and recorded in one audit event. ``progress`` hears the
     number of rows looked at after each chunk (a job's progress; it may raise to stop)."""
     if action not in ACTIONS:
         raise InvalidInput(f"must be one of {', '.join(ACTIONS)}", field="action")
+    # A compliance erase needs admin whoever asks and whichever form it came from (banks.access).
+    authorize(by, bank.bank_id, bulk_permission(action, compliance=compliance))
+    if action == "move" and target is not None:
+        authorize(by, target.bank_id, "write")
     if action in {"tag", "untag"} and not tag.strip():
         raise InvalidInput("a tag is needed", field="tag")
     if action == "move" and (target is None or target.pk == bank.pk):
@@ -86,6 +91,7 @@ def _apply_chunk(bank: Bank, action: str, ids: list[int], outcome: BulkOutcome, 
             outcome.touched += len(restored)
             outcome.skipped += len(clashing)
         elif action == "forget":
+            # Authorized once for the whole selection, in bulk_apply.
             result = memory_forget(bank=bank, actor=actor, memory_ids=_ids(ids), reason=reason, compliance=compliance)
             outcome.touched += result.deleted_count
         else:

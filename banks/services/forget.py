@@ -23,6 +23,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from banks.access import Principal, authorize, forget_permission
 from banks.models import Bank, Memory, ObservationEvidence
 from banks.selectors.holds import active_hold_ids
 from banks.services.audit import MAX_TARGET_IDS, audit_record
@@ -75,7 +76,10 @@ def memory_forget(
     compliance: bool = False,
     erase: bool = False,
     reason: str = "",
+    by: Principal | None = None,
 ) -> ForgetOutcome:
+    """``by``: the caller, whose permission is checked here for every surface (see banks.access)."""
+    authorize(by, bank.bank_id, forget_permission(scope=scope, compliance=compliance, erase=erase))
     if compliance and not (reason or "").strip():
         raise InvalidInput("a compliance forget must give a reason", field="reason")
     if compliance and archive:

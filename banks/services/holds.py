@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.models import Bank, LegalHold
 from banks.selectors.holds import active_hold_ids
 from banks.services.audit import audit_record
@@ -28,9 +29,11 @@ def _clean(value: object, field: str, *, limit: int | None = None) -> str:
     return value.strip()
 
 
-def hold_set(*, bank: Bank, hold_id: str, reason: str, set_by: str, actor: str) -> LegalHold:
+def hold_set(*, bank: Bank, hold_id: str, reason: str, set_by: str, actor: str,
+             by: Principal | None = None) -> LegalHold:
     """Place a hold. Placing an active hold id again sets it anew, as Astrocyte does: the new reason
-    and setter, a new ``set_at``; the audit event keeps what it replaced."""
+    and setter, a new ``set_at``; the audit event keeps what it replaced. Needs ``admin``."""
+    authorize(by, bank.bank_id, "admin")
     hold_id = _clean(hold_id, "hold_id", limit=MAX_HOLD_ID)
     reason = _clean(reason, "reason")
     set_by = _clean(set_by or actor, "set_by", limit=255)
@@ -53,8 +56,9 @@ def hold_set(*, bank: Bank, hold_id: str, reason: str, set_by: str, actor: str) 
     return hold
 
 
-def hold_release(*, bank: Bank, hold_id: str, actor: str, reason: str = "") -> bool:
-    """Release an active hold; False when there is none by that id."""
+def hold_release(*, bank: Bank, hold_id: str, actor: str, reason: str = "", by: Principal | None = None) -> bool:
+    """Release an active hold; False when there is none by that id. Needs ``admin``."""
+    authorize(by, bank.bank_id, "admin")
     with transaction.atomic():
         hold = LegalHold.objects.active().select_for_update().filter(bank=bank, hold_id=hold_id).first()
         if hold is None:

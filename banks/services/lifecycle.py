@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.live.lifecycle import ARCHIVE, DELETE, KEEP, Policy, PolicyError, decide, policy_from
 from banks.models import Bank, Job, LifecyclePolicy, Memory
 from banks.selectors.holds import bank_under_hold
@@ -54,7 +55,8 @@ def _policy(row: LifecyclePolicy) -> Policy:
                        fact_type_overrides=row.fact_type_overrides, exempt_tags=list(row.exempt_tags))
 
 
-def lifecycle_policy_set(*, bank: Bank, actor: str, **changes: Any) -> LifecyclePolicy:
+def lifecycle_policy_set(*, bank: Bank, actor: str, by: Principal | None = None, **changes: Any) -> LifecyclePolicy:
+    authorize(by, bank.bank_id, "admin")
     unknown = set(changes) - set(POLICY_FIELDS)
     if unknown:
         raise InvalidInput(f"unknown policy field (use {', '.join(POLICY_FIELDS)})", field=sorted(unknown)[0])
@@ -120,8 +122,10 @@ def _counts(outcome: LifecycleOutcome) -> dict[str, int]:
     return {"archived": outcome.archived_count, "deleted": outcome.deleted_count, "kept": outcome.skipped_count}
 
 
-def lifecycle_run(*, bank: Bank, actor: str) -> LifecycleOutcome:
-    """Run the bank's policy now, recorded as a finished (or failed) job. No policy: nothing to do."""
+def lifecycle_run(*, bank: Bank, actor: str, by: Principal | None = None) -> LifecycleOutcome:
+    """Run the bank's policy now, recorded as a finished (or failed) job. No policy: nothing to do.
+    Needs ``admin``."""
+    authorize(by, bank.bank_id, "admin")
     row = LifecyclePolicy.objects.filter(bank=bank).first()
     job = job_start(job=job_create(kind="lifecycle", actor=actor, bank=bank,
                                    params={"policy": row is not None and row.enabled}))

@@ -9,11 +9,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from banks.access import normalise_permissions
+from banks.access import Principal, normalise_permissions
 from banks.api.auth import TOKEN_PREFIX, hash_secret
 from banks.models import ApiToken
 from banks.services.audit import audit_record
-from memoryhub.errors import InvalidInput
+from memoryhub.errors import AccessDenied, InvalidInput
 
 PRINCIPAL_TYPES = ("user", "agent", "service")
 _PRINCIPAL = re.compile(r"^(user|agent|service):[^\s:][^\s]{0,190}$")
@@ -46,15 +46,35 @@ def normalise_grants(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cleaned
 
 
+# Handing out access to a bank needs at least this permission there (the curator role has it).
+MINTING_PERMISSION = "write"
+
+
+def check_mintable(by: Principal, grants: list[dict[str, Any]]) -> None:
+    """An operator grants only what they hold, on banks named one by one (patterns such as ``user-*``
+    are for administrators) where they may write. The token keeps that ceiling for life
+    (banks.access.principal_for_token)."""
+    if by.is_superuser:
+        return
+    for grant in grants:
+        pattern, perms = grant["bank"], set(grant["permissions"])
+        held = by.permissions_for(pattern)
+        if any(ch in pattern for ch in "*?[") or MINTING_PERMISSION not in held or not perms <= held:
+            raise AccessDenied(by.label, ",".join(sorted(perms - held)) or MINTING_PERMISSION, pattern)
+
+
 def token_create(
     *, name: str, grants: list[dict[str, Any]], actor: str, expires_at: datetime | None = None,
-    created_by: Any = None, principal: str | None = None,
+    created_by: Any = None, principal: str | None = None, by: Principal | None = None,
 ) -> tuple[ApiToken, str]:
-    """Returns the token row and the plaintext secret, which is never stored or shown again."""
+    """Returns the token row and the plaintext secret, which is never stored or shown again. ``by``: the
+    operator minting it (None: the server's own authority, e.g. ``create_api_token``)."""
     name = name.strip()
     if not name:
         raise InvalidInput("a token needs a name", field="name")
     cleaned = normalise_grants(grants)
+    if by is not None:
+        check_mintable(by, cleaned)
     principal = normalise_principal(principal)
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInput("must be in the future", field="expires_at")

@@ -25,7 +25,7 @@ from curation.access import actor, operator, operator_bank
 from curation.charts import day_chart, sparkline
 from curation.forms import BankDeleteForm, ReflectForm
 from curation.htmx import htmx_template
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import AccessDenied, MemoryHubError
 
 PAGE = 50
 MAX_SEARCH_BANKS = 25
@@ -105,12 +105,14 @@ def bank_settings(request: HttpRequest, bank_id: str) -> HttpResponse:
         language = request.POST.get("language", "").strip()
         if language and language != bank_language(bank.config):
             config = with_language(bank.config, language)
-        bank_update(bank=bank, actor=actor(request), name=request.POST.get("name", bank.name).strip(),
+        bank_update(bank=bank, actor=actor(request), by=operator(request), name=request.POST.get("name", bank.name).strip(),
                     description=request.POST.get("description", bank.description).strip(),
                     dedup_threshold=float(threshold) if threshold else None, config=config)
         job = search_reindex_job(bank)
         messages.success(request, "Settings saved." + (f" Re-indexing the bank's memories in {language} (job "
                                                         f"{job.pk})." if job is not None and config else ""))
+    except AccessDenied:
+        raise  # a 403 page, as for any refused role
     except (MemoryHubError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", None) or "The dedup threshold must be a number.")
     return redirect("curation:bank", bank_id=bank.bank_id)
@@ -125,7 +127,9 @@ def bank_delete_view(request: HttpRequest, bank_id: str) -> HttpResponse:
     if form.is_valid():
         try:
             job = bank_delete(bank=bank, actor=actor(request), confirm=form.cleaned_data["confirm"],
-                              reason=form.cleaned_data["reason"])
+                              reason=form.cleaned_data["reason"], by=operator(request))
+        except AccessDenied:
+            raise
         except MemoryHubError as exc:
             form.add_error(None, exc.message)
         else:

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from banks.services.holds import hold_release, hold_set
 from banks.services.lifecycle import lifecycle_policy_set, lifecycle_run
-from curation.access import actor, operator_bank
-from memoryhub.errors import InvalidInput, MemoryHubError
+from curation.access import actor, operator, operator_bank
+from memoryhub.errors import AccessDenied, InvalidInput, MemoryHubError
 
 
 @login_required
@@ -21,8 +21,10 @@ def hold_place(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     try:
         hold = hold_set(bank=bank, hold_id=request.POST.get("hold_id", ""), reason=request.POST.get("reason", ""),
-                        set_by=actor(request), actor=actor(request))
+                        set_by=actor(request), actor=actor(request), by=operator(request))
         messages.success(request, f"Legal hold {hold.hold_id} is active: nothing in this bank can be forgotten.")
+    except AccessDenied:
+        raise  # a 403 page, as for any refused role
     except MemoryHubError as exc:
         messages.error(request, exc.message)
     return redirect("curation:bank", bank_id=bank.bank_id)
@@ -32,7 +34,8 @@ def hold_place(request: HttpRequest, bank_id: str) -> HttpResponse:
 @require_POST
 def hold_lift(request: HttpRequest, bank_id: str, hold_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
-    if hold_release(bank=bank, hold_id=hold_id, actor=actor(request), reason=request.POST.get("reason", "")):
+    if hold_release(bank=bank, hold_id=hold_id, actor=actor(request), reason=request.POST.get("reason", ""),
+                    by=operator(request)):
         messages.success(request, f"Legal hold {hold_id} released.")
     else:
         messages.error(request, f"No active legal hold {hold_id}.")
@@ -54,11 +57,13 @@ def lifecycle_save(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     try:
         lifecycle_policy_set(
-            bank=bank, actor=actor(request), enabled=request.POST.get("enabled") == "on",
+            bank=bank, actor=actor(request), by=operator(request), enabled=request.POST.get("enabled") == "on",
             delete_after_days=_days(request.POST.get("delete_after_days", "")),
             archive_after_days=_days(request.POST.get("archive_after_days", "")),
             exempt_tags=[t.strip() for t in request.POST.get("exempt_tags", "").split(",") if t.strip()])
         messages.success(request, "Lifecycle policy saved.")
+    except AccessDenied:
+        raise  # a 403 page, as for any refused role
     except MemoryHubError as exc:
         messages.error(request, exc.message)
     return redirect("curation:bank", bank_id=bank.bank_id)
@@ -69,7 +74,9 @@ def lifecycle_save(request: HttpRequest, bank_id: str) -> HttpResponse:
 def lifecycle_run_now(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "admin")
     try:
-        outcome = lifecycle_run(bank=bank, actor=actor(request))
+        outcome = lifecycle_run(bank=bank, actor=actor(request), by=operator(request))
+    except AccessDenied:
+        raise  # a 403 page, as for any refused role
     except MemoryHubError as exc:
         messages.error(request, exc.message)
         return redirect("curation:bank", bank_id=bank.bank_id)

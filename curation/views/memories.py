@@ -36,7 +36,7 @@ from banks.services.merge import memory_merge
 from curation.access import actor, operator, operator_bank
 from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, RetainForm, RowEditForm, StateForm
 from curation.htmx import htmx_template, is_htmx
-from memoryhub.errors import Conflict, MemoryHubError
+from memoryhub.errors import AccessDenied, Conflict, MemoryHubError
 
 PAGE = 50
 MAX_SEARCH_PAGES = 20
@@ -244,7 +244,9 @@ def memory_state(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResp
         compliance = forget_form.cleaned_data["compliance"]
         try:
             memory_forget(bank=bank, actor=actor(request), memory_ids=[memory.memory_id],
-                          reason=forget_form.cleaned_data["reason"], compliance=compliance)
+                          reason=forget_form.cleaned_data["reason"], compliance=compliance, by=operator(request))
+        except AccessDenied:
+            raise  # a compliance erase by a role without admin: a 403 page
         except MemoryHubError as exc:
             forget_form.add_error(None, exc.message)
             return _memory_page(request, bank, memory, status=422, forget_form=forget_form)
@@ -324,7 +326,10 @@ def memory_bulk(request: HttpRequest, bank_id: str) -> HttpResponse:
             url = reverse("portability:job", kwargs={"bank_id": bank.bank_id, "job_id": job.pk})
             return HttpResponseClientRedirect(url) if is_htmx(request) else redirect(url)
         outcome = bulk_apply(bank=bank, rows=rows, action=action, actor=actor(request), tag=data["tag"],
-                             reason=data["reason"], compliance=data["compliance"], target=target)
+                             reason=data["reason"], compliance=data["compliance"], target=target,
+                             by=operator(request))
+    except AccessDenied:
+        raise  # a compliance erase by a role without admin: a 403 page
     except MemoryHubError as exc:
         form.add_error(None, exc.message)
         return render(request, "curation/partials/bulk_preview.html", context, status=422)

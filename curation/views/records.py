@@ -23,12 +23,12 @@ from banks.selectors.ego import ego_graph
 from banks.selectors.graph import graph_search
 from banks.selectors.memories import bounded_count
 from banks.selectors.recall import RecallFilters, recall_bank
-from banks.services.tokens import token_create, token_revoke
+from banks.services.tokens import MINTING_PERMISSION, token_create, token_revoke
 from curation.access import actor, operator, operator_bank
 from curation.forms import GraphLinkForm, TokenForm
 from curation.graph_svg import ego_svg
 from memoryhub.csv_cells import neutralise_row
-from memoryhub.errors import InvalidInput, MemoryHubError
+from memoryhub.errors import AccessDenied, InvalidInput, MemoryHubError
 from memoryhub.input_rules import utc_datetime
 from portability.formats.common import parse_time
 
@@ -147,10 +147,6 @@ def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     return response
 
 
-# Minting a token is a curator's job: a viewer may read banks in the browser but hands out nothing.
-MINTING_PERMISSION = "write"
-
-
 def _may_mint(request: HttpRequest) -> bool:
     principal = operator(request)
     return principal.is_superuser or any(MINTING_PERMISSION in perms for _, perms in principal.grants)
@@ -181,15 +177,6 @@ def token_new(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _tokens_page(request, form, status=422)
     patterns, perms = form.cleaned_data["banks"], form.cleaned_data["permissions"]
-    # An operator hands out only what they hold, on banks where they are curator or admin;
-    # patterns (user-*) are for administrators.
-    if not request.user.is_superuser:
-        for pattern in patterns:
-            held = principal.permissions_for(pattern)
-            if any(ch in pattern for ch in "*?[") or MINTING_PERMISSION not in held or not set(perms) <= held:
-                form.add_error("banks", f"You cannot grant {', '.join(perms)} on {pattern}: you need the curator "
-                                        "or admin role there, and can grant only permissions you hold.")
-                return _tokens_page(request, form, status=403)
     named = (form.cleaned_data["principal"] or "").strip()
     # Only an administrator may name another person; anyone may name an agent or a service, or themselves.
     own = {request.user.get_username(), f"user:{request.user.get_username()}"}
@@ -201,7 +188,12 @@ def token_new(request: HttpRequest) -> HttpResponse:
     try:
         token, secret = token_create(name=form.cleaned_data["name"], actor=actor(request), created_by=request.user,
                                      grants=[{"bank": p, "permissions": perms} for p in patterns],
-                                     expires_at=expires_at, principal=named)
+                                     expires_at=expires_at, principal=named, by=principal)
+    except AccessDenied:
+        # The service's own rule (banks.services.tokens.check_mintable), told in the form.
+        form.add_error("banks", f"You cannot grant {', '.join(perms)} on {', '.join(patterns)}: you need the curator "
+                                "or admin role on each, and can grant only permissions you hold.")
+        return _tokens_page(request, form, status=403)
     except MemoryHubError as exc:
         form.add_error(None, exc.message)
         return _tokens_page(request, form, status=422)

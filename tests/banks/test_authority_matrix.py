@@ -1,0 +1,196 @@
+"""Every privileged action through every surface that offers it, with each role: the same answer.
+
+A role is an operator's membership on the bank (viewer, curator, admin, or none) and, for the API
+surfaces, a token holding the same permissions. An action is allowed exactly when the role holds the
+permission banks.access says the action needs; what is checked is the effect (the memory erased, the
+hold placed, ...), and a refusal is a 403 (or, for an operator with no role on the bank, a 404).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from banks.access import ROLE_PERMISSIONS
+from banks.models import ApiToken, Bank, BankMembership, BankRole, LegalHold, LifecyclePolicy, Memory
+from banks.services.holds import hold_set
+from banks.services.memories import memory_retain
+from banks.services.tokens import token_create
+from tests.conftest import ApiClient
+
+pytestmark = pytest.mark.django_db
+
+B = "team-one"
+ROLES = ["none", BankRole.VIEWER, BankRole.CURATOR, BankRole.ADMIN]
+
+
+@dataclass
+class World:
+    bank: Bank
+    memory: Memory
+    role: str
+    page: Client  # an operator with the role, logged in
+    api: ApiClient  # a token with the role's permissions
+    user: Any
+
+    @property
+    def memory_id(self) -> str:
+        return self.memory.memory_id
+
+
+def _world(role: str, django_user_model: Any) -> World:
+    bank = Bank.objects.filter(bank_id=B).first() or __import__(
+        "banks.services.banks", fromlist=["bank_create"]).bank_create(bank_id=B, actor="test")
+    other = __import__("banks.services.banks", fromlist=["bank_create"]).bank_create(
+        bank_id="team-two", actor="test", get_existing=True)
+    memory = memory_retain(bank=bank, text="Alice asked to be forgotten.", actor="test").memory
+    user = django_user_model.objects.create_user(username=f"op-{role}", password="pw-12345678", is_staff=True)
+    # Staff with every model permission, so the admin site's own checks let the request reach ours.
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="banks"))
+    if role != "none":
+        BankMembership.objects.create(user=user, bank=bank, role=role)
+    page = Client()
+    page.force_login(user)
+    perms = sorted(ROLE_PERMISSIONS.get(role, frozenset()))
+    grants = [{"bank": B, "permissions": perms}] if perms else [{"bank": other.bank_id, "permissions": ["*"]}]
+    _, secret = token_create(name=f"matrix-{role}", actor="test", grants=grants)
+    return World(bank=bank, memory=memory, role=role, page=page, api=ApiClient(secret), user=user)
+
+
+def _erased(w: World) -> bool:
+    return not Memory.objects.filter(pk=w.memory.pk).exists()
+
+
+def _forgotten(w: World) -> bool:
+    row = Memory.objects.filter(pk=w.memory.pk).first()
+    return row is None or row.forgotten_at is not None
+
+
+def _held(w: World) -> bool:
+    return LegalHold.objects.active().filter(bank=w.bank, hold_id="case-9").exists()
+
+
+def _released(w: World) -> bool:
+    return not LegalHold.objects.active().filter(bank=w.bank, hold_id="case-1").exists()
+
+
+def _renamed(w: World) -> bool:
+    return Bank.objects.get(pk=w.bank.pk).name == "Renamed"
+
+
+def _deleted(w: World) -> bool:
+    return not Bank.objects.active().filter(pk=w.bank.pk).exists()
+
+
+def _lifecycle_ran(w: World) -> bool:
+    from banks.models import Job
+
+    return Job.objects.filter(bank=w.bank, kind="lifecycle").exists()
+
+
+def _minted(w: World) -> bool:
+    return ApiToken.objects.filter(name="minted-here").exists()
+
+
+def _with_hold(w: World) -> None:
+    hold_set(bank=w.bank, hold_id="case-1", reason="litigation", set_by="test", actor="test")
+
+
+def _with_policy(w: World) -> None:
+    LifecyclePolicy.objects.create(bank=w.bank, enabled=True, delete_after_days=3650)
+
+
+def _admin_forget(w: World) -> Any:
+    return w.page.post("/admin/banks/memory/", {"action": "forget_selected", "_selected_action": [w.memory.pk]})
+
+
+# action -> (permission needed, effect, setup, {surface: call})
+ACTIONS: dict[str, tuple[str, Callable[[World], bool], Callable[[World], None] | None,
+                         dict[str, Callable[[World], Any]]]] = {
+    "compliance erase": ("admin", _erased, _with_hold, {
+        "rest": lambda w: w.api.post("/v1/forget", {"bank_id": B, "memory_ids": [w.memory_id], "compliance": True,
+                                                    "reason": "erasure request"}),
+        "memory form": lambda w: w.page.post(f"/banks/{B}/memories/{w.memory_id}/state", {
+            "action": "forget", "reason": "erasure request", "compliance": "on"}),
+        "bulk form": lambda w: w.page.post(f"/banks/{B}/memories/bulk", {
+            "action": "forget", "ids": [w.memory_id], "reason": "erasure request", "compliance": "on",
+            "confirm": "yes"}),
+    }),
+    "forget": ("forget", _forgotten, None, {
+        "rest": lambda w: w.api.post("/v1/forget", {"bank_id": B, "memory_ids": [w.memory_id], "reason": "r"}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_forget", {"bank_id": B, "memory_ids": [w.memory_id]}),
+        "agentos tool": lambda w: w.api.post("/v1/agent/memory_delete", {"bank_id": B, "traceId": w.memory_id}),
+        "memory form": lambda w: w.page.post(f"/banks/{B}/memories/{w.memory_id}/state", {
+            "action": "forget", "reason": "not needed"}),
+        "bulk form": lambda w: w.page.post(f"/banks/{B}/memories/bulk", {
+            "action": "forget", "ids": [w.memory_id], "reason": "not needed", "confirm": "yes"}),
+        "admin action": _admin_forget,
+    }),
+    "wipe the bank's memories": ("admin", _forgotten, None, {
+        "rest": lambda w: w.api.post("/v1/forget", {"bank_id": B, "scope": "all"}),
+    }),
+    "hold set": ("admin", _held, None, {
+        "rest": lambda w: w.api.post(f"/v1/admin/banks/{B}/hold", {"hold_id": "case-9", "reason": "litigation"}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_hold_set", {"bank_id": B, "hold_id": "case-9",
+                                                                          "reason": "litigation"}),
+        "page": lambda w: w.page.post(f"/banks/{B}/holds", {"hold_id": "case-9", "reason": "litigation"}),
+    }),
+    "hold release": ("admin", _released, _with_hold, {
+        "rest": lambda w: w.api.delete(f"/v1/admin/banks/{B}/hold/case-1"),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_hold_release", {"bank_id": B, "hold_id": "case-1"}),
+        "page": lambda w: w.page.post(f"/banks/{B}/holds/case-1/release", {"reason": "settled"}),
+    }),
+    "bank settings": ("admin", _renamed, None, {
+        "rest": lambda w: w.api.patch(f"/v1/banks/{B}", {"name": "Renamed"}),
+        "page": lambda w: w.page.post(f"/banks/{B}/settings", {"name": "Renamed"}),
+        "admin": lambda w: w.page.post(f"/admin/banks/bank/{w.bank.pk}/change/", {
+            "bank_id": B, "name": "Renamed", "description": "", "dedup_threshold": "0.95", "config": "{}"}),
+    }),
+    "bank delete": ("admin", _deleted, None, {
+        "rest": lambda w: w.api.delete(f"/v1/banks/{B}", {"confirm": B}),
+        "page": lambda w: w.page.post(f"/banks/{B}/delete", {"confirm": B, "reason": "closing"}),
+        # (The admin site deletes banks for superusers only: stricter than the role, on purpose.)
+    }),
+    "lifecycle run": ("admin", _lifecycle_ran, _with_policy, {
+        "rest": lambda w: w.api.post("/v1/admin/lifecycle", {"bank_id": B}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_lifecycle", {"bank_id": B}),
+        "page": lambda w: w.page.post(f"/banks/{B}/lifecycle/run"),
+    }),
+    "token minting": ("write", _minted, None, {
+        "page": lambda w: w.page.post("/tokens/new", {"name": "minted-here", "banks": B, "permissions": ["read"]}),
+    }),
+}
+
+CASES = [pytest.param(action, surface, role, id=f"{action}-{surface}-{role}")
+         for action, (_, _, _, surfaces) in ACTIONS.items() for surface in surfaces for role in ROLES]
+
+
+@pytest.mark.parametrize(("action", "surface", "role"), CASES)
+def test_every_surface_gives_each_role_the_same_answer(action, surface, role, django_user_model):
+    permission, effect, setup, surfaces = ACTIONS[action]
+    world = _world(role, django_user_model)
+    if setup is not None:
+        setup(world)
+    allowed = permission in ROLE_PERMISSIONS.get(role, frozenset())
+    response = surfaces[surface](world)
+    assert response.status_code < 500, response.content[:500]
+    assert effect(world) is allowed, (response.status_code, response.content[:300])
+    if not allowed and surface in ("rest", "agent tool", "agentos tool"):
+        assert response.status_code == 403, response.content[:300]
+    elif not allowed and surface in ("memory form", "bulk form", "page"):
+        assert response.status_code in (403, 404), response.content[:300]
+
+
+def test_the_compliance_erase_a_curator_did_on_a_held_bank_is_refused(django_user_model):
+    """The reported case: a curator's memory form with compliance=on erased a held bank for good."""
+    world = _world(BankRole.CURATOR, django_user_model)
+    _with_hold(world)
+    response = world.page.post(f"/banks/{B}/memories/{world.memory_id}/state", {
+        "action": "forget", "reason": "erasure request", "compliance": "on"})
+    assert response.status_code == 403
+    assert Memory.objects.filter(pk=world.memory.pk, forgotten_at__isnull=True).exists()
