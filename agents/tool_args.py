@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from banks.api.wire import Int32, format_errors
 from memoryhub.errors import InvalidInput
+from memoryhub.input_rules import check_request_caps
 
 Count = Int32  # whole numbers the tools clamp into their own range (limit, max_results, ...)
 
@@ -223,6 +224,7 @@ def tool_arguments(name: str, args: Any) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise InvalidInput("arguments must be an object")
     model = ARGUMENTS[name]
+    check_request_caps(args)
     try:
         parsed = model.model_validate(args)
     except ValidationError as exc:

@@ -119,3 +119,37 @@ def check_bank_id(bank_id: str) -> str:
         raise InvalidInput(f"Invalid bank_id {shown!r}: must be 1-255 characters, start with alphanumeric, "
                            "and contain only [a-zA-Z0-9._:@-]", field="bank_id", prefix=False)
     return bank_id
+
+
+# How many items one request may list, per field name, and the setting that says so. A request over
+# a cap is refused (400 naming the field) before any of it is worked on: one request of 20,000
+# mental-model operations once held a web worker for 47 s.
+REQUEST_CAPS = {
+    "banks": "MEMORYHUB_MAX_BANKS_PER_REQUEST",
+    "tags": "MEMORYHUB_MAX_TAGS_PER_REQUEST",
+    "memory_ids": "MEMORYHUB_MAX_IDS_PER_REQUEST",
+    "operations": "MEMORYHUB_MAX_DELTA_OPERATIONS",
+    "entity_ids": "MEMORYHUB_MAX_ENTITY_IDS",
+}
+
+
+def request_cap(field: str) -> int | None:
+    from django.conf import settings
+
+    name = REQUEST_CAPS.get(field)
+    return getattr(settings, name, None) if name else None
+
+
+def check_count(values: Any, field: str) -> None:
+    """Refuse a list longer than ``field``'s cap (REQUEST_CAPS)."""
+    cap = request_cap(field)
+    if cap and isinstance(values, list | tuple) and len(values) > cap:
+        raise InvalidInput(f"at most {cap} items per request (got {len(values)}; {REQUEST_CAPS[field]})",
+                           field=field)
+
+
+def check_request_caps(data: Any) -> None:
+    """Every capped list at the top level of a request body."""
+    if isinstance(data, dict):
+        for field in REQUEST_CAPS:
+            check_count(data.get(field), field)

@@ -21,6 +21,7 @@ from banks.api import schemas_admin as admin
 from banks.api import schemas_live as live
 from banks.api.openapi_statuses import ERROR_TEXTS, error_codes, success_codes
 from banks.models.banks import BANK_ID_PATTERN
+from memoryhub.input_rules import request_cap
 
 # (view class name, HTTP method) -> (body model, query model, permission, summary)
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, type[BaseModel] | None, str, str]] = {
@@ -187,6 +188,7 @@ ACCEPTED_RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
 }
 
 _MODELS: dict[str, type[BaseModel]] = {}
+_BODIES: set[str] = set()  # the models that are request bodies: their capped lists carry maxItems
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -222,6 +224,16 @@ def _pattern_bank_ids(schema: dict[str, Any]) -> None:
             for variant in prop.get("anyOf", [prop]):
                 if variant.get("type") == "array" and variant.get("items", {}).get("type") == "string":
                     variant["items"].update(pattern=BANK_ID_PATTERN, maxLength=255)
+
+
+def _capped_lists(schema: dict[str, Any]) -> None:
+    """The request caps (memoryhub.input_rules.REQUEST_CAPS) as ``maxItems`` of the lists they bound."""
+    for name, prop in schema.get("properties", {}).items():
+        cap = request_cap(name)
+        if cap:
+            for variant in prop.get("anyOf", [prop]):
+                if variant.get("type") == "array":
+                    variant["maxItems"] = cap
 
 
 # Operations that may answer 202 with a job instead of doing the work inside the request.
@@ -300,6 +312,7 @@ class PydanticAutoSchema(AutoSchema):
         operation.pop("requestBody", None)
         if body is not None:
             register(body.__name__, body)
+            _BODIES.add(body.__name__)
             operation["requestBody"] = {"required": True, "content": {"application/json": {
                 "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
         if query is not None:
@@ -346,6 +359,7 @@ def _agent_tool_paths(result: dict[str, Any]) -> None:
         operation["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{schema_name(name)}"}}}}
         register(schema_name(name), model)
+        _BODIES.add(schema_name(name))
         paths[f"/v1/agent/{name}"] = {"post": operation}
 
 
@@ -358,6 +372,8 @@ def add_pydantic_components(result: dict[str, Any], generator: Any, request: Any
         for def_name, definition in schema.pop("$defs", {}).items():
             schemas.setdefault(def_name, definition)
         _pattern_bank_ids(schema)
+        if name in _BODIES:
+            _capped_lists(schema)
         schemas[name] = schema
     schemas["Error"] = {
         "type": "object", "required": ["detail", "error"],

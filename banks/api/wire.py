@@ -9,7 +9,13 @@ from django.conf import settings
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from memoryhub.errors import InvalidInput
-from memoryhub.input_rules import UnstorableInput, check_int32, check_storable, utc_datetime
+from memoryhub.input_rules import (
+    UnstorableInput,
+    check_int32,
+    check_request_caps,
+    check_storable,
+    utc_datetime,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,6 +68,7 @@ def format_errors(exc: ValidationError) -> str:
 def parse(model: type[M], data: Any) -> M:
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
+    check_request_caps(data)
     try:
         raw: frozenset[str] = getattr(model, "raw_fields", frozenset())
         check_storable({k: v for k, v in data.items() if k not in raw} if raw else data)

@@ -32,7 +32,7 @@ from banks.live.structured_doc import (
 from banks.models import Bank, MentalModel, MentalModelRevision
 from banks.services.audit import audit_record
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
-from memoryhub.input_rules import check_text
+from memoryhub.input_rules import check_count, check_text
 
 
 def _document(content: str | None, sections: list[dict[str, Any]] | None,
@@ -194,6 +194,7 @@ def mental_model_apply_delta(
     *, model: MentalModel, operations: Any, actor: str, expected_revision: int | None = None,
 ) -> tuple[MentalModel, DeltaResult]:
     """Apply delta operations; nothing is written when no op applied (no empty revisions)."""
+    check_count(operations, "operations")
     base = model_document(model)
     try:
         result = apply_delta_ops(base, operations)
