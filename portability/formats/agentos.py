@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sqlite3
 import struct
 from collections.abc import Iterator
@@ -131,9 +132,10 @@ def _exchanges(conversations: list[dict[str, Any]], messages: list[dict[str, Any
 def read_agentos_json(path: Path | Location, *, max_bytes: int = 500 * 1024 * 1024, **_: Any
                       ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
-    if path.stat().st_size > max_bytes:
-        raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit for JSON documents")
-    data = json.loads(path.read_text(encoding="utf-8-sig"))
+    with path.open("rb") as fp:  # one open: the size checked is the size of what is read
+        if os.fstat(fp.fileno()).st_size > max_bytes:
+            raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit for JSON documents")
+        data = json.loads(fp.read().decode("utf-8-sig"))
     if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
         raise ValueError('not an AgentOS export: missing top-level "traces" array')
     meta = data.get("meta") or {}

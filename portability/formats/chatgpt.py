@@ -5,6 +5,7 @@ do-not-remember, hidden and system messages, and tool traffic."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,10 @@ def conversation_records(conversation: dict[str, Any], index: int) -> Iterator[M
 def read_chatgpt(path: Path | Location, *, max_bytes: int = 200 * 1024 * 1024, **_: Any
                  ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
-    if path.stat().st_size > max_bytes:
-        raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit")
-    data = json.loads(path.read_text(encoding="utf-8-sig"))
+    with path.open("rb") as fp:  # one open: the size checked is the size of what is read
+        if os.fstat(fp.fileno()).st_size > max_bytes:
+            raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit")
+        data = json.loads(fp.read().decode("utf-8-sig"))
     if not isinstance(data, list):
         raise ValueError("not a ChatGPT export: conversations.json must be a JSON array")
 

@@ -1,5 +1,6 @@
 """The symlink-swap race: a thread keeps exchanging a bank's folder inside the root with a symlink to a
-folder outside, while exports, imports and uploads run through the API and the transfer page. Nothing
+folder outside, while exports, imports (files and Markdown folders) and uploads run through the API and
+the transfer page. Nothing
 is ever written outside and nothing outside is ever read in: every file is opened by descriptor from
 the root down without following a symlink, so an attempt either works in the real folder or fails."""
 
@@ -21,7 +22,7 @@ from tests.portability.fixtures import bank_folder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ATTEMPTS = {"export": 200, "import": 100, "upload": 200}
+ATTEMPTS = {"export": 200, "import": 100, "upload": 200, "markdown_export": 50, "markdown_import": 50}
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -67,7 +68,10 @@ def test_swapping_the_banks_folder_for_a_symlink_never_lets_a_file_operation_out
     folder = bank_folder(root, "user-alice")
     (folder / "in.ama.jsonl").write_text(archive("A memory from inside the root."))
     (outside / "in.ama.jsonl").write_text(archive("A SECRET from outside the root."))
-    seeded = sorted(p.name for p in outside.iterdir())
+    for where, text in ((folder, "A note from inside the root."), (outside, "A SECRET note from outside.")):
+        (where / "notes").mkdir()
+        (where / "notes" / "n.md").write_text(f"---\nid: note-1\n---\n{text}\n")
+    seeded = sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
     memory_retain(bank=bank, text="Alice likes jazz.", actor="test")
     api = ApiClient(make_token())
     operator = Client()
@@ -84,6 +88,14 @@ def test_swapping_the_banks_folder_for_a_symlink_never_lets_a_file_operation_out
             response = api.post("/v1/import", {"bank_id": "user-alice", "path": f"{folder}/in.ama.jsonl",
                                                "on_conflict": "overwrite", "dry_run": i % 2 == 1})
             outcomes["import"].append(response.status_code)
+        for i in range(ATTEMPTS["markdown_export"]):
+            response = api.post("/v1/export", {"bank_id": "user-alice", "path": f"{folder}/md-{i}",
+                                               "format": "markdown"})
+            outcomes["markdown_export"].append(response.status_code)
+        for i in range(ATTEMPTS["markdown_import"]):
+            response = api.post("/v1/import", {"bank_id": "user-alice", "path": f"{folder}/notes",
+                                               "on_conflict": "overwrite", "dry_run": i % 2 == 1})
+            outcomes["markdown_import"].append(response.status_code)
         for i in range(ATTEMPTS["upload"]):
             response = operator.post("/banks/user-alice/transfer/upload", {
                 "archive": SimpleUploadedFile(f"up-{i}.ama.jsonl", archive("uploaded").encode()), "root": str(root)})
@@ -92,12 +104,13 @@ def test_swapping_the_banks_folder_for_a_symlink_never_lets_a_file_operation_out
         swapper.finish()
 
     assert swapper.swaps > 0
-    assert sorted(p.name for p in outside.iterdir()) == seeded, "a file was written outside the root"
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == seeded, "written outside the root"
     assert not Memory.objects.filter(text__contains="SECRET").exists(), "a file outside the root was read in"
     assert (outside / "in.ama.jsonl").read_text() == archive("A SECRET from outside the root.")
     # Every attempt either worked in the real folder or was refused: never a server error.
-    assert all(code in (200, 422) for kind in ("export", "import") for code in outcomes[kind]), outcomes
+    assert all(code in (200, 422) for kind in ATTEMPTS if kind != "upload" for code in outcomes[kind]), outcomes
     assert all(code == 302 for code in outcomes["upload"]), outcomes["upload"]
     assert not folder.is_symlink() and {p.name for p in folder.iterdir()} <= (
-        {f"out-{i}.ama.jsonl" for i in range(ATTEMPTS["export"])} | {"in.ama.jsonl"}
+        {f"out-{i}.ama.jsonl" for i in range(ATTEMPTS["export"])} | {"in.ama.jsonl", "notes"}
+        | {f"md-{i}" for i in range(ATTEMPTS["markdown_export"])}
         | {f"up-{i}.ama.jsonl" for i in range(ATTEMPTS["upload"])})
