@@ -204,3 +204,13 @@ def test_a_command_line_export_to_a_folder_or_a_thousand_folders_deep_is_a_clear
     with pytest.raises(CommandError, match="too deep"):
         call_command("memory_export", bank="user-alice", output=deep)
     assert list((tmp_path / "existing").iterdir()) == [] and not (tmp_path / "d").exists()
+
+
+def test_a_migration_keeps_its_intermediate_archive_in_the_source_banks_folder(root, bank, monkeypatch):
+    import tempfile
+
+    memory_retain(bank=bank, text="Alice likes jazz.", actor="test")
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: pytest.fail("a temporary folder outside the root"))
+    call_command("memory_migrate", from_bank="user-alice", to_bank="user-alice-2")
+    assert Memory.objects.filter(bank__bank_id="user-alice-2").count() == 1
+    assert list(bank_folder(root, "user-alice").iterdir()) == []  # made there, and removed

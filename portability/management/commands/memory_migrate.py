@@ -38,14 +38,14 @@ class Command(BaseCommand):
                 source_bank = cli_bank(options["from_bank"])
                 if source_bank.pk == target.pk:
                     raise CommandError("The source and target bank are the same.")
-                archive = scratch(source_bank.bank_id)
+                archive, fmt_hint = scratch(source_bank.bank_id), "ama"
                 exported = archive_export(bank=source_bank, dest=archive, actor="cli",
                                           include_embeddings=options["include_embeddings"])
                 self.stdout.write(f"exported {exported.exported_count} from {source_bank.bank_id}")
             else:
-                archive = cli_path(options["from_archive"], options["root"])
+                archive, fmt_hint = cli_path(options["from_archive"], options["root"]), None
             try:
-                fmt, header, records = open_archive(archive)
+                fmt, header, records = open_archive(archive, fmt_hint)
             except (PathNotAllowed, ValueError) as exc:
                 raise CommandError(str(exc)) from None
             report = archive_import(bank=target, records=records, actor="cli", on_conflict=options["on_conflict"],
@@ -61,7 +61,8 @@ class Command(BaseCommand):
         (removed afterwards), or a private temporary folder when no root is configured."""
         roots = portability_roots()
         made: list[Location] = []
-        name = f".migrate-{secrets.token_hex(6)}.ama.jsonl"
+        # A dot-name ending in .tmp: a migration killed half-way leaves a file the periodic check removes.
+        name = f".migrate-{secrets.token_hex(6)}.ama.jsonl.tmp"
         if roots:
             def place(bank_id: str) -> Location:
                 made.append(Location(roots[0], bank_parts(bank_id)) / name)
