@@ -11,7 +11,7 @@ from django.core.management import call_command
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # sqlmigrate of a CONCURRENTLY operation refuses a transaction
 def test_new_migrations_pass_the_migration_linter(monkeypatch, capsys):
     monkeypatch.chdir(REPO)  # the linter reads its configuration from ./pyproject.toml
     try:

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(model_name="job", name="phase",
-                            field=models.CharField(blank=True, default="", max_length=64)),
+                            field=models.CharField(blank=True, default="", db_default="", max_length=64)),
         migrations.AddField(model_name="job", name="resumed_by",
                             field=models.BigIntegerField(blank=True, null=True)),
     ]

@@ -97,7 +97,8 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # What a running job is doing now ("loading", "filling vectors", "building index"…), beaten by its pulse.
-    phase = models.CharField(max_length=64, blank=True, default="")
+    # The default lives in the database too: the previous release's code inserts jobs without the column.
+    phase = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The job that continues this failed one (one resume per failed job); no index: looked up by this row.
     resumed_by = models.BigIntegerField(null=True, blank=True)
 
