@@ -75,7 +75,8 @@ class MiniLMEmbedder:
     dimensions = 384
     name = MODEL_NAME
 
-    def __init__(self, model_dir: Path | None = None, threads: int | None = 1, runtime: str = "numpy") -> None:
+    def __init__(self, model_dir: Path | None = None, threads: int | None = 1, runtime: str = "numpy",
+                 cache_dir: Path | None = None) -> None:
         # Found now (absent weights raise here, and the caller falls back); read on first use: the weights
         # and tokenizer hold about 130 MB, which an import whose archive carries every vector never needs.
         self.model_dir = model_dir or bundled_model_dir()
@@ -89,6 +90,7 @@ class MiniLMEmbedder:
         # "auto": ONNX Runtime when it is installed. Decided now, so the embedder says what it runs.
         self.runtime = "onnx" if runtime == "onnx" or (runtime == "auto" and minilm_onnx.available()) else "numpy"
         self._onnx: Any = None
+        self.cache_dir = cache_dir  # where the ONNX graph is kept between processes (banks.providers.minilm_onnx)
         self._blas: Any = None
         if threads:
             from threadpoolctl import ThreadpoolController
@@ -105,7 +107,7 @@ class MiniLMEmbedder:
         if self.runtime == "onnx":
             from banks.providers.minilm_onnx import OnnxForward
 
-            self._onnx = OnnxForward(self.model_dir, self.threads)
+            self._onnx = OnnxForward(self.model_dir, self.threads, self.cache_dir)
         else:
             self._load_weights()
 

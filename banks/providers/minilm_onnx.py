@@ -11,14 +11,21 @@ The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+logger = logging.getLogger(__name__)
+
 OPSET = 17  # LayerNormalization
+# Bumped whenever build_model writes a different graph: cached graphs of another version are not read.
+GRAPH_VERSION = 1
 
 
 def available() -> bool:
@@ -117,10 +124,30 @@ def build_model(model_dir: Path) -> bytes:
     return model.SerializeToString()
 
 
-class OnnxForward:
-    """The model's forward pass on an ONNX Runtime session of ``threads`` threads (None or 0: its default)."""
+def cached_model(model_dir: Path, cache_dir: Path) -> Path:
+    """The graph of ``model_dir`` as a file under ``cache_dir``, written on first use.
 
-    def __init__(self, model_dir: Path, threads: int | None) -> None:
+    Writing the graph takes about 3 s (idle machine; several times that on a busy one), and every web
+    and worker process would pay it at its first question: the file is named after the weights' size
+    and time and GRAPH_VERSION, and written whole under a temporary name, then renamed, so a process
+    never reads half of one that another is writing."""
+    weights = (model_dir / "model.safetensors").stat()
+    key = hashlib.sha256(f"{model_dir.resolve()}:{weights.st_size}:{weights.st_mtime_ns}:{GRAPH_VERSION}".encode())
+    path = cache_dir / f"minilm-{key.hexdigest()[:16]}.onnx"
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_bytes(build_model(model_dir))
+        os.replace(partial, path)
+    return path
+
+
+class OnnxForward:
+    """The model's forward pass on an ONNX Runtime session of ``threads`` threads (None or 0: its default).
+
+    ``cache_dir``: where the written graph is kept between processes (None: written in memory each time)."""
+
+    def __init__(self, model_dir: Path, threads: int | None, cache_dir: Path | None = None) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -128,7 +155,15 @@ class OnnxForward:
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(build_model(model_dir), options, providers=["CPUExecutionProvider"])
+        model: str | bytes | None = None
+        if cache_dir is not None:
+            try:
+                model = str(cached_model(model_dir, cache_dir))
+            except OSError as exc:  # a read-only or full disk: the graph is written in memory, as without a cache
+                logger.warning("could not keep the MiniLM graph under %s (%s)", cache_dir, exc)
+        if model is None:
+            model = build_model(model_dir)
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         positions = np.arange(ids.shape[1], dtype=np.int64)

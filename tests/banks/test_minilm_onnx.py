@@ -36,3 +36,24 @@ def test_onnx_vectors_are_the_numpy_vectors() -> None:
 def test_auto_runs_onnx_when_installed() -> None:
     assert MiniLMEmbedder(runtime="auto").runtime == "onnx"
     assert MiniLMEmbedder(runtime="numpy").runtime == "numpy"
+
+
+def test_the_written_graph_is_kept_on_disk_and_read_back(tmp_path, monkeypatch) -> None:
+    first = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path / "models")
+    vector = first.embed_one("The heron waded at dawn.")
+    kept = list((tmp_path / "models").glob("minilm-*.onnx"))
+    assert len(kept) == 1 and not list((tmp_path / "models").glob("*.partial"))
+
+    def no_build(model_dir):  # noqa: ANN001, ANN202
+        raise AssertionError("the graph was written again")
+
+    monkeypatch.setattr(minilm_onnx, "build_model", no_build)
+    again = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path / "models").embed_one("The heron waded at dawn.")
+    assert np.allclose(vector, again)
+
+
+def test_a_cache_folder_that_cannot_be_written_falls_back_to_memory(tmp_path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    embedder = MiniLMEmbedder(runtime="onnx", cache_dir=blocked / "models")
+    assert len(embedder.embed_one("still embedded")) == 384
