@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -64,20 +63,23 @@ from bench.quality_banks import build_bank  # noqa: E402
 
 SAMPLE = REPO / "tests" / "fixtures" / "recall_sample.json"
 INVENTED = REPO / "tests" / "fixtures" / "recall_invented.json"
+ALONE = {"time_aware": False, "multi_hop": False}
 CONFIGS: dict[str, dict[str, Any]] = {
-    "semantic": {"arms": ["semantic"], "time_aware": False},
-    "keyword (BM25)": {"arms": ["keyword"], "time_aware": False},
-    "graph": {"arms": ["graph"], "time_aware": False},
-    "hybrid": {},
-    "hybrid, no multi-hop": {"multi_hop": False},
+    "semantic": {"arms": ["semantic"], **ALONE},
+    "keyword (BM25)": {"arms": ["keyword"], **ALONE},
+    "graph": {"arms": ["graph"], **ALONE},
+    "hybrid (default: context + multi-hop)": {},
+    "hybrid + context, no multi-hop": {"multi_hop": False},
 }
 # On the bank without contexts: what the context stage adds, arm by arm.
 PLAIN_CONFIGS: dict[str, dict[str, Any]] = {
-    "semantic, no context": {"arms": ["semantic"], "time_aware": False},
-    "keyword (BM25), no context": {"arms": ["keyword"], "time_aware": False},
-    "hybrid, no context": {},
-    "hybrid, no context, no multi-hop": {"multi_hop": False},
+    "semantic, no context": {"arms": ["semantic"], **ALONE},
+    "keyword (BM25), no context": {"arms": ["keyword"], **ALONE},
+    "hybrid + multi-hop, no context": {},
+    "hybrid, no context, no multi-hop (before)": {"multi_hop": False},
 }
+# Stages whose in-process milliseconds (the trace's strategy_timings_ms) the overall table shows.
+STAGES = ("keyword", "hops")
 
 
 def committed_corpus() -> Corpus:
@@ -89,18 +91,24 @@ def committed_corpus() -> Corpus:
     return Corpus(turns={**sample.turns, **invented.turns}, questions=sample.questions + invented.questions)
 
 
-def run_config(bank: Bank, corpus: Corpus, settings: dict, clear: bool = True) -> tuple[dict, list[float]]:
+Result = tuple[dict, list[float] | None, dict[str, list[float]]]
+
+
+def run_config(bank: Bank, corpus: Corpus, settings: dict, clear: bool = True) -> Result:
     config = RecallConfig.from_settings(settings)
     if clear:
         query_vector.cache_clear()  # every configuration pays for embedding its questions
     rows, latencies = [], []
+    stages: dict[str, list[float]] = {}
     for question in corpus.questions:
         started = time.perf_counter()
-        hits, *_ = recall_memories(bank, question.text, max_results=10, config=config,
-                                   filters=RecallFilters(reference_date=question.asked_at))
+        hits, _, trace, _ = recall_memories(bank, question.text, max_results=10, config=config,
+                                            filters=RecallFilters(reference_date=question.asked_at))
         latencies.append((time.perf_counter() - started) * 1000)
+        for stage, ms in trace.strategy_timings_ms.items():
+            stages.setdefault(stage, []).append(ms)
         rows.append((question.category, metrics([h.memory_id for h in hits], question.evidence)))
-    return summarise(rows), latencies
+    return summarise(rows), latencies, stages
 
 
 def run_baselines(bank: Bank, corpus: Corpus) -> dict[str, dict]:
@@ -113,6 +121,7 @@ def run_baselines(bank: Bank, corpus: Corpus) -> dict[str, dict]:
     matrix = np.vstack(vectors)
     bm25 = PlainBM25({k: corpus.turns[k].text for k in keys})
     embedder = bank_embedder(bank)
+    # The cosine baseline ranks the bank's stored vectors (made with each turn's context, where it has one).
     out: dict[str, list] = {"plain BM25 (Python)": [], "plain cosine (Python)": [], "plain BM25+cosine RRF": []}
     for question in corpus.questions:
         query = np.asarray(embedder.embed([question.text])[0], dtype=np.float32)
@@ -124,19 +133,31 @@ def run_baselines(bank: Bank, corpus: Corpus) -> dict[str, dict]:
     return {name: summarise(rows) for name, rows in out.items()}
 
 
-def print_table(title: str, results: dict[str, tuple[dict, list[float] | None]]) -> None:
-    categories = sorted({c for summary, _ in results.values() for c in summary if c != "all"})
+def _ms(values: list[float] | None, q: float) -> str:
+    return f"{np.percentile(values, q):.1f}" if values else "-"
+
+
+def print_table(title: str, results: dict[str, Result]) -> None:
+    """Overall figures per configuration, then recall@5 / recall@10 per question kind."""
+    categories = sorted({c for summary, _, _ in results.values() for c in summary if c != "all"})
     print(f"\n### {title}\n")
     print("| configuration | r@5 | r@10 | MRR | nDCG@10 | p50 ms | p95 ms | " +
-          " | ".join(f"r@10 {c}" for c in categories) + " |")
-    print("|---" * (7 + len(categories)) + "|")
-    for name, (summary, latencies) in results.items():
+          " | ".join(f"{stage} p50 / p95 ms" for stage in STAGES) + " |")
+    print("|---" * (7 + len(STAGES)) + "|")
+    for name, (summary, latencies, stages) in results.items():
         overall = summary["all"]
-        p50 = f"{statistics.median(latencies):.1f}" if latencies else "-"
-        p95 = f"{np.percentile(latencies, 95):.1f}" if latencies else "-"
-        per_cat = " | ".join(f"{summary[c]['r@10']:.2f}" if c in summary else "-" for c in categories)
+        timings = " | ".join(f"{_ms(stages.get(stage), 50)} / {_ms(stages.get(stage), 95)}" for stage in STAGES)
         print(f"| {name} | {overall['r@5']:.3f} | {overall['r@10']:.3f} | {overall['mrr']:.3f} | "
-              f"{overall['ndcg']:.3f} | {p50} | {p95} | {per_cat} |")
+              f"{overall['ndcg']:.3f} | {_ms(latencies, 50)} | {_ms(latencies, 95)} | {timings} |")
+    print("\nrecall@5 / recall@10 per question kind (questions):\n")
+    first = next(iter(results.values()))[0]
+    print("| configuration | " + " | ".join(f"{c} ({int(first[c]['n'])})" if c in first else c
+                                          for c in categories) + " |")
+    print("|---" * (1 + len(categories)) + "|")
+    for name, (summary, _, _) in results.items():
+        cells = " | ".join(f"{summary[c]['r@5']:.2f} / {summary[c]['r@10']:.2f}" if c in summary else "-"
+                           for c in categories)
+        print(f"| {name} | {cells} |")
 
 
 def sweep(bank: Bank, corpus: Corpus) -> None:
@@ -148,7 +169,7 @@ def sweep(bank: Bank, corpus: Corpus) -> None:
                 for k in (20, 60):
                     settings = {"weights": {"semantic": 1.0, "keyword": keyword, "graph": graph,
                                             "temporal": temporal}, "rrf_k": k, "time_aware": temporal > 0}
-                    summary, _ = run_config(bank, corpus, settings, clear=False)
+                    summary, _, _ = run_config(bank, corpus, settings, clear=False)
                     rows.append((summary["all"]["r@10"], summary["all"]["ndcg"], settings))
     rows.sort(key=lambda r: (-r[0], -r[1]))
     print("\n| r@10 | nDCG@10 | settings |\n|---|---|---|")
@@ -190,13 +211,13 @@ def main() -> None:
         bank = build_bank(f"quality-{spec.replace(':', '-')}-{digest}", spec, corpus)
         plain = build_bank(f"quality-{spec.replace(':', '-')}-{digest}-plain", spec, corpus, context_turns=0)
         print(f"banks {bank.bank_id}, {plain.bank_id} ready in {time.perf_counter() - started:.0f} s")
-        results: dict[str, tuple[dict, list[float] | None]] = {}
+        results: dict[str, Result] = {}
         for name, settings in configs.items():
             results[name] = run_config(bank, corpus, settings)
         for name, settings in PLAIN_CONFIGS.items():
             results[name] = run_config(plain, corpus, settings)
         for name, summary in run_baselines(bank, corpus).items():
-            results[name] = (summary, None)
+            results[name] = (summary, None, {})
         print_table(f"embedder {spec}", results)
         if args.sweep:
             sweep(bank, corpus)
