@@ -21,6 +21,7 @@ import random
 import statistics
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,13 +45,14 @@ from django.utils import timezone  # noqa: E402
 from banks.content import content_hash  # noqa: E402
 from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
+from banks.recall_fusion import RecallConfig  # noqa: E402
 from banks.selectors.recall import RecallFilters, recall_bank  # noqa: E402
 
 VOCAB = [f"w{i}" for i in range(5000)]
 TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
 
 
-def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False) -> None:
+def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False, conversations: bool = False) -> None:
     have = Memory.objects.filter(bank=bank).count()
     if have >= n:
         return
@@ -63,8 +65,11 @@ def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False) -> None
     for i in range(have, n):
         words = [rng.choice(VOCAB) for _ in range(14)] + [rng.choice(TOPICS), rng.choice(TOPICS)]
         text = " ".join(words) + f" #{i}"
+        # --conversations: turns of 20-turn sessions, as a chat client retains them.
+        metadata = {"session_id": f"s{i // 20}", "role": ("user", "assistant")[i % 2]} if conversations else {}
         batch.append(Memory(
-            bank=bank, memory_id=f"b{i:08d}", text=text, tags=[rng.choice(TOPICS)], retained_at=now, created_at=now,
+            bank=bank, memory_id=f"b{i:08d}", text=text, tags=[rng.choice(TOPICS)], retained_at=now,
+            created_at=now + timedelta(microseconds=i), metadata=metadata,
             content_hash=content_hash(text), embedding=_unit(vectors, embedder.dimensions) if synthetic
             else embedder.embed([text])[0], embedding_model=embedder.name,
             embedding_dims=embedder.dimensions,
@@ -78,6 +83,15 @@ def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False) -> None
     if batch:
         Memory.objects.bulk_create(batch)
     with connection.cursor() as cursor:
+        if conversations:
+            # Each turn's context as the owner of memory rows writes it (speaker, date, the turn before's
+            # tail: banks.turn_context), set here in one statement; the random vectors are left as they are.
+            cursor.execute(
+                "UPDATE banks_memory m SET context = p.speaker || ', ' || to_char(m.created_at, 'YYYY-MM-DD') "
+                "|| coalesce(E'\\n' || p.before || ': ' || right(p.prev, 300), '') FROM (SELECT id, "
+                "metadata ->> 'role' AS speaker, lag(metadata ->> 'role') OVER w AS before, lag(text) OVER w AS prev "
+                "FROM banks_memory WHERE bank_id = %s WINDOW w AS (PARTITION BY session_key ORDER BY created_at, id)) p "
+                "WHERE m.id = p.id AND m.context IS NULL", [bank.pk])
         cursor.execute("ANALYZE banks_memory")
 
 
@@ -100,21 +114,25 @@ def main() -> None:
     parser.add_argument("--synthetic-vectors", action="store_true",
                         help="random unit vectors under the embedder's name (questions still embedded for real)")
     parser.add_argument("--profile", action="store_true", help="cProfile the last configuration")
+    parser.add_argument("--conversations", action="store_true",
+                        help="memories are turns of 20-turn sessions, indexed with their context")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     suffix = "" if args.embeddings == "hashing" else f"-{args.embeddings.replace(':', '-')}"
     suffix += "-synthetic" if args.synthetic_vectors else ""
+    suffix += "-turns" if args.conversations else ""
     bank, _ = Bank.objects.get_or_create(bank_id=f"bench-{args.memories}{suffix}",
                                          defaults={"embedding_provider": args.embeddings})
     print(f"bank {bank.bank_id}: populating to {args.memories} memories")
-    populate(bank, args.memories, synthetic=args.synthetic_vectors)
+    populate(bank, args.memories, synthetic=args.synthetic_vectors, conversations=args.conversations)
     rng = random.Random(99)
     cases = {
-        "hybrid": RecallFilters(),
-        "hybrid+tag filter": RecallFilters(tags=["billing"]),
+        "hybrid": (RecallFilters(), None),
+        "hybrid, no multi-hop": (RecallFilters(), RecallConfig.from_settings({"multi_hop": False})),
+        "hybrid+tag filter": (RecallFilters(tags=["billing"]), None),
     }
     profiler = cProfile.Profile() if args.profile else None
-    for number, (label, filters) in enumerate(cases.items(), start=1):
+    for number, (label, (filters, config)) in enumerate(cases.items(), start=1):
         latencies: list[float] = []
         stages: dict[str, list[float]] = {}
         if profiler is not None and number == len(cases):
@@ -123,7 +141,7 @@ def main() -> None:
             # Every question is new: none of its work can come from a cache of earlier questions.
             query = " ".join(rng.choice(VOCAB) for _ in range(3)) + " " + rng.choice(TOPICS) + f" q{rng.random()}"
             started = time.perf_counter()
-            outcome = recall_bank(bank, query, max_results=10, filters=filters)
+            outcome = recall_bank(bank, query, max_results=10, filters=filters, config=config)
             latencies.append((time.perf_counter() - started) * 1000)
             assert outcome.hits, "recall returned nothing"
             for stage, ms in outcome.trace.strategy_timings_ms.items():

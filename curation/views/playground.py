@@ -81,6 +81,7 @@ def _config_from(request: HttpRequest, prefix: str, base: RecallConfig) -> Recal
     raw["rerank"] = {"enabled": bool(get.get(f"{prefix}rerank")) if submitted else base.rerank,
                      "candidates": rerank_depth}
     raw["expand"] = bool(get.get(f"{prefix}expand")) if submitted else base.expand
+    raw["multi_hop"] = bool(get.get(f"{prefix}multi_hop")) if submitted else base.multi_hop
     return RecallConfig.from_settings(raw)
 
 

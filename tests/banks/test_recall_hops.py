@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from banks.models import Bank, Memory
+from banks.models import Bank, BankMembership, Memory
 from banks.recall_fusion import RecallConfig
 from banks.selectors.recall import RecallFilters, recall_memories
 from banks.services.memories import memory_retain, memory_update
@@ -85,3 +85,17 @@ def test_a_turn_naming_nobody_inherits_the_entities_of_the_turn_before_for_the_g
     assert ranked.index(ids["vet"]) < ranked.index(ids["kilos"])
     assert ids["fence"] not in ranked or ranked.index(ids["park"]) < ranked.index(ids["fence"])
     assert ids["far"] not in ranked
+
+
+def test_the_playground_shows_the_context_and_the_hop_and_can_turn_hops_off(dogs, operator, operator_client):
+    bank, ids = dogs
+    BankMembership.objects.create(user=operator, bank=bank, role="viewer")
+    page = operator_client.get(f"/banks/{bank.bank_id}/recall/", {"q": "two kilos", "a_arms": ["keyword"],
+                                                                  "a_multi_hop": "1"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "context: user, 2024-03-09" in html and "We took Biscuit to the vet today" in html
+    assert f"reached by one hop (session) from {ids['kilos']}" in html
+    assert 'name="a_multi_hop" value="1" checked' in html
+    page = operator_client.get(f"/banks/{bank.bank_id}/recall/", {"q": "two kilos", "a_arms": ["keyword"]})
+    assert "reached by one hop" not in page.content.decode()

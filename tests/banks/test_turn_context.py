@@ -137,3 +137,24 @@ def test_a_bank_can_turn_the_context_off_and_other_memories_have_none():
                              metadata={"chatgpt": {"conversation_id": "c-1"}}).memory_id
     assert row(imported or "").session_key == "chatgpt:c-1"
     assert (row(imported or "").context or "").startswith("user, ")
+
+
+@pytestmark_db
+def test_the_api_returns_the_clients_text_and_shows_the_context_only_in_the_trace(api):
+    for role, text in [("user", "Took the greyhound to the vet today."),
+                                       ("assistant", "What did the vet say?"),
+                       ("user", "Two more kilos, she said.")]:
+        response = api.post("/v1/retain", {"content": text, "bank_id": "user-alice", "occurred_at": "2024-01-15T19:20:00Z",
+                                           "metadata": {"session_id": "walks", "role": role}})
+        assert response.status_code == 200, response.content
+    # One time for the three (the session's date): retained in order, they are ordered by arrival.
+    reply = Memory.objects.get(text="Two more kilos, she said.")
+    body = api.post("/v1/recall", {"query": "what did the vet say about the greyhound", "bank_id": "user-alice",
+                                   "max_results": 5}).json()
+    texts = {h["memory_id"]: h["text"] for h in body["hits"]}
+    assert texts[reply.memory_id] == "Two more kilos, she said."
+    assert all("context" not in h for h in body["hits"])
+    ranks = {r["memory_id"]: r for r in body["trace"]["hit_ranks"]}
+    assert "What did the vet say?" in ranks[reply.memory_id]["context"]
+    stored = Memory.objects.get(pk=reply.pk)
+    assert stored.text == "Two more kilos, she said." and "What did the vet say?" in (stored.context or "")
