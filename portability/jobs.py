@@ -32,7 +32,7 @@ from memoryhub.queue import send_task
 from portability.formats.registry import max_decompressed_bytes, open_archive
 from portability.roots import stored_location
 from portability.services import archive_export, archive_import
-from portability.services.bank_archive import bank_archive_export, bank_archive_import
+from portability.services.bank_archive import bank_archive_export, bank_archive_import, is_bank_archive
 from portability.services.exporter import archive_export_as
 from portability.services.job_health import job_resume_params, jobs_to_resume
 
@@ -109,10 +109,12 @@ def _restore(job: Job) -> None:
 
 def _import(job: Job) -> None:
     params = job.params
-    if params.get("format") == "mhba":
+    path = stored_location(params["path"])
+    if params.get("format") == "mhba" or (params.get("format") in (None, "") and is_bank_archive(path)):
+        if params.get("dry_run") or params.get("strict"):
+            raise MemoryHubError("a whole-bank archive restores all or nothing; a preview or strict run does not apply")
         _restore(job)
         return
-    path = stored_location(params["path"])
     fmt, header, records = open_archive(path, params.get("format"))
     total = header.memory_count if isinstance(header.memory_count, int) else None
     report = archive_import(

@@ -35,7 +35,7 @@ from portability.uploads import BankFolderUpload, TooLarge
 
 MAX_LISTED = 200
 # The file (or, for Markdown, directory) name an export gets when the operator gives none.
-EXPORT_SUFFIXES = {"ama": ".ama.jsonl", "csv": ".csv", "markdown": "-markdown", "amplihack": ".amplihack.json",
+EXPORT_SUFFIXES = {"ama": ".ama.jsonl", "mhba": ".mhba.jsonl", "csv": ".csv", "markdown": "-markdown", "amplihack": ".amplihack.json",
                    "agentos_json": ".agentos.json"}
 
 
@@ -140,8 +140,12 @@ def start(request: HttpRequest, bank_id: str) -> HttpResponse:
                 raise MemoryHubError(f"Unknown export format {fmt!r}.")
             name = sanitize_upload_name(request.POST.get("name") or f"{bank.bank_id}{EXPORT_SUFFIXES[fmt]}")
             dest = _root_for(request, bank.bank_id) / name
-            job = job_start_async(kind="export", bank=bank, actor=actor(request), params={
-                "path": str(dest.path), "format": fmt, "include_embeddings": request.POST.get("include_embeddings") == "on"})
+            if fmt == "mhba":  # the whole bank, every table (what the download's "whole bank" link streams)
+                params = {"path": str(dest.path), "full": True}
+            else:
+                params = {"path": str(dest.path), "format": fmt,
+                          "include_embeddings": request.POST.get("include_embeddings") == "on"}
+            job = job_start_async(kind="export", bank=bank, actor=actor(request), params=params)
         elif kind == "reembed":
             job = job_start_async(kind="reembed", bank=bank, actor=actor(request), params={})
         elif kind == "reextract_entities":
@@ -164,7 +168,7 @@ def job_detail(request: HttpRequest, bank_id: str, job_id: int) -> HttpResponse:
         raise Http404("No such job")
     return render(request, htmx_template(request, "portability/job.html", "job-status"),
                   {"bank": bank, "job": job, "tab": "transfer",
-                   "resumable": job.kind in RESUMABLE and job.state == Job.State.FAILED})
+                   "resumable": job.kind in RESUMABLE and job.state == Job.State.FAILED and job.resumed_by is None})
 
 
 @login_required

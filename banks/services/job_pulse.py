@@ -83,6 +83,8 @@ class _Pulse:
 # threaded pool several).
 _pulses: dict[int, _Pulse] = {}
 _pulses_lock = threading.Lock()
+# Jobs whose pulse saw a cancel, kept after the pulse ends so the job's error handler can tell.
+_stopped: set[int] = set()
 
 
 def _pulse_of(job_id: int) -> _Pulse | None:
@@ -164,11 +166,18 @@ def job_pulse(job_id: int, *, cancellable: bool = True) -> Iterator[None]:
         pulse.thread.join(timeout=30)
         with _pulses_lock:
             _pulses.pop(job_id, None)
+            if pulse.cancelled.is_set():
+                _stopped.add(job_id)
 
 
 def job_was_stopped(job_id: int) -> bool:
-    """Whether the pulse ended the job's session itself (an ignored cancel): the job's error is that."""
-    pulse = _pulse_of(job_id)
+    """Whether the job was asked to stop while it ran (its pulse may have cancelled its statement or ended
+    its session): then the error it ended with is that, not a failure."""
+    with _pulses_lock:
+        if job_id in _stopped:
+            _stopped.discard(job_id)
+            return True
+        pulse = _pulses.get(job_id)
     return pulse is not None and pulse.cancelled.is_set()
 
 
