@@ -23,8 +23,7 @@ from typing import IO, Any
 
 from portability.formats.ama import atomic_write
 from portability.formats.common import iso
-from portability.paths import Location, as_location
-from portability.paths.fs import spool_beside
+from portability.paths import Location, as_location, spool_beside
 from portability.records import ArchiveHeader, MemoryRecord
 
 OURS = "memoryhub"

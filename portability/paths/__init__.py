@@ -2,17 +2,13 @@
 
 ``rules``: what a path may look like, and the root it must resolve into (pure). ``layout``: where a
 bank's files live inside a root and who may read or write there (pure). ``fs``: every file operation,
-through directory descriptors from the root down. ``locate``: from text to a ``Location``.
+through directory descriptors from the root down; ``writes``: every write through them. ``locate``: from text to a ``Location``.
 """
 
 from portability.paths.fs import (
-    MARKER,
-    DirectoryWriter,
     Location,
-    PendingFile,
-    atomic_write,
-    directory_export,
     list_entries,
+    move_to,
     open_file_fd,
     opened_dir,
     remove_stale_temporaries,
@@ -42,11 +38,19 @@ from portability.paths.rules import (
     root_of,
     sanitize_upload_name,
 )
+from portability.paths.writes import (
+    MARKER,
+    DirectoryWriter,
+    PendingFile,
+    atomic_write,
+    directory_export,
+    spool_beside,
+)
 
 __all__ = [
     "BANKS_DIR", "CONTAINMENT_REQUIRED", "ENV_ROOTS", "MARKER", "MAX_COMPONENT_BYTES", "MAX_PATH_CHARS", "MAX_SEGMENTS",
     "MAX_UPLOAD_NAME_CHARS", "DirectoryWriter", "Location", "PendingFile", "PathNotAllowed", "as_location", "atomic_write",
     "bank_parts", "check_cli_write", "check_read", "check_write", "configured_roots", "in_layout", "directory_export",
-    "list_entries", "locate", "locate_stored", "open_file_fd", "opened_dir", "owner", "remove_stale_temporaries",
+    "list_entries", "locate", "locate_stored", "move_to", "open_file_fd", "opened_dir", "owner", "remove_stale_temporaries", "spool_beside",
     "resolve_contained", "root_of", "sanitize_upload_name", "shown_bank_dir", "walk_files",
 ]

@@ -214,3 +214,34 @@ def test_a_migration_keeps_its_intermediate_archive_in_the_source_banks_folder(r
     call_command("memory_migrate", from_bank="user-alice", to_bank="user-alice-2")
     assert Memory.objects.filter(bank__bank_id="user-alice-2").count() == 1
     assert list(bank_folder(root, "user-alice").iterdir()) == []  # made there, and removed
+
+
+def test_flat_archives_move_into_the_folder_of_the_bank_they_name(root, make_bank):
+    import gzip
+    from io import StringIO
+
+    make_bank("b-one")
+    head = {"_ama_version": 1, "bank_id": "b-one", "exported_at": "", "provider": "p", "memory_count": 0}
+    (root / "old.ama.jsonl").write_text(json.dumps(head) + "\n")
+    (root / "old2.ama.jsonl.gz").write_bytes(gzip.compress((json.dumps(head) + "\n").encode()))
+    (root / "ghost.ama.jsonl").write_text(json.dumps({**head, "bank_id": "nobody"}) + "\n")
+    (root / "notes.csv").write_text("content\nx\n")
+    (root / "vault").mkdir()
+    out = StringIO()
+    call_command("archives_into_bank_folders", dry_run=True, stdout=out)
+    assert "would move old.ama.jsonl -> banks/_/b-one/old.ama.jsonl" in out.getvalue()
+    assert (root / "old.ama.jsonl").exists() and not (root / "banks").exists()
+    out = StringIO()
+    call_command("archives_into_bank_folders", stdout=out)
+    folder = bank_folder(root, "b-one")
+    assert sorted(p.name for p in folder.iterdir()) == ["old.ama.jsonl", "old2.ama.jsonl.gz"]
+    assert sorted(p.name for p in root.iterdir()) == ["banks", "ghost.ama.jsonl", "notes.csv", "vault"]
+    assert "left ghost.ama.jsonl: names bank 'nobody', which does not exist" in out.getvalue()
+    call_command("archives_into_bank_folders", file="vault", bank="b-one", stdout=StringIO())
+    call_command("archives_into_bank_folders", file="notes.csv", bank="b-one", stdout=StringIO())
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.csv", "old.ama.jsonl", "old2.ama.jsonl.gz", "vault"]
+    with pytest.raises(CommandError, match="already exists"):
+        (root / "notes.csv").write_text("again")
+        call_command("archives_into_bank_folders", file="notes.csv", bank="b-one", stdout=StringIO())
+    with pytest.raises(CommandError):
+        call_command("archives_into_bank_folders", file="../x", bank="b-one", stdout=StringIO())
