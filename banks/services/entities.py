@@ -65,11 +65,13 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
     return mentions_link_memory(memory.bank_id, memory.pk, ids, count=count)
 
 
-def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]]) -> int:
+def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]], *,
+                          count: bool = True) -> dict[int, int]:
     """Attach the entities of many memories of one bank (an import batch) set-based: one insert of every
     entity the batch names, in id order, one insert of every mention, one counter update in id order.
     Two imports naming the same entities in different orders lock them in the same order, so they wait
-    for each other instead of deadlocking. Returns how many mentions were new."""
+    for each other instead of deadlocking. Returns each entity's new mentions (counted unless ``count`` is
+    False: the caller passes them to ``mentions_count`` with its other changes before it commits)."""
     wanted: dict[str, dict[str, Any]] = {}
     pairs: list[tuple[int, str]] = []
     for memory_pk, entities in items:
@@ -78,7 +80,7 @@ def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, An
             wanted.setdefault(entity_id, fields)
             pairs.append((memory_pk, entity_id))
     if not pairs:
-        return 0
+        return {}
     ids = sorted(wanted)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -90,7 +92,7 @@ def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, An
             [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
              [json.dumps(wanted[i]["aliases"]) for i in ids]],
         )
-    return sum(mentions_link_named(bank_pk, pairs).values())
+    return mentions_link_named(bank_pk, pairs, count=count)
 
 
 __all__ = ["attach_entities", "attach_entities_batch", "link_memory_entities"]

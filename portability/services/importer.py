@@ -14,6 +14,7 @@ Memory use does not grow with the archive: only one batch is held at a time.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh
 from banks.services.entities import attach_entities_batch
-from banks.services.memory_rows import row_overwrite, rows_insert
+from banks.services.memory_rows import mentions_count, mentions_take, row_overwrite, rows_insert
 from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
@@ -312,7 +313,8 @@ class _Importer:
     def _overwrite(self, memory: Memory, pk: int) -> bool:
         # The text changed, so what it mentions did too: the owner drops the old mentions (and their
         # counts); the archive's (or extracted) entities are attached with the batch's.
-        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS})
+        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS},
+                             mentions=False)
 
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
@@ -353,20 +355,29 @@ class _Importer:
         with transaction.atomic():
             landed = self._insert([self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)])
             stored: list[tuple[MemoryRecord, int]] = []
+            overwritten: list[int] = []
             for record, _ in new_rows:
                 if record.memory_id in landed:
                     stored.append((record, landed[record.memory_id or ""]))
                 else:
                     outcome.refused.append((record.position, "already stored by a concurrent writer"))
-            for (record, digest, pk), vector in zip(overwrite_rows, vectors[len(new_rows):], strict=True):
+            # Rows locked in key order: two imports overwriting the same memories in other orders wait for
+            # each other instead of deadlocking.
+            for (record, digest, pk), vector in sorted(zip(overwrite_rows, vectors[len(new_rows):], strict=True),
+                                                       key=lambda item: item[0][2]):
                 if self._overwrite(self._memory(record, digest, vector, now), pk):
                     stored.append((record, pk))
+                    overwritten.append(pk)
                     outcome.overwritten += 1
                 else:
                     outcome.refused.append((record.position, "its content is already stored under another memory"))
-            attach_entities_batch(self.bank.pk, [
+            # The overwritten rows' old mentions go, the batch's mentions come, and every count moves in
+            # one pass over the entity rows in id order.
+            deltas = Counter(mentions_take(overwritten))
+            deltas.update(attach_entities_batch(self.bank.pk, [
                 (pk, [{"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases} for e in record.entities])
-                for record, pk in stored if record.entities])
+                for record, pk in stored if record.entities], count=False))
+            mentions_count(dict(deltas))
             links_queue(self.bank, [record for record, _ in stored])
             outcome.links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
             outcome.graph = import_graph_apply(self.bank, stored)

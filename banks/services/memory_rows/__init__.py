@@ -44,6 +44,7 @@ from banks.services.memory_rows.mentions import (
     mentions_link_named,
     mentions_link_pairs,
     mentions_recount,
+    mentions_take,
 )
 from banks.services.memory_rows.move import rows_move
 from banks.services.memory_rows.upkeep import (
@@ -59,7 +60,7 @@ from banks.services.memory_rows.upkeep import (
 __all__ = [
     "turn_context_followers", "turn_context_refresh", "turn_vectors_refresh",
     "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
-    "mentions_link_pairs", "mentions_recount", "on_rows_changed", "row_insert",
+    "mentions_link_pairs", "mentions_recount", "mentions_take", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
     "rows_mark_recalled", "rows_merged_into_set", "rows_move", "rows_not_duplicates_note", "rows_reembed",
     "rows_restore", "rows_search_config_apply", "rows_tag", "rows_untag", "rows_vector_tier_adopt",

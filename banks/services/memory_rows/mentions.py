@@ -44,6 +44,18 @@ def mentions_drop(memory_pks: Sequence[int]) -> int:
         return sum(int(n) for (n,) in cursor.fetchall())
 
 
+def mentions_take(memory_pks: Sequence[int]) -> dict[int, int]:
+    """Delete the mentions of ``memory_pks`` without counting yet: returns each entity's (negative) change,
+    which the caller passes to ``mentions_count`` with the rest of its changes (one ordered lock pass
+    for a whole import batch) before it commits."""
+    if not memory_pks:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id",
+                       [list(memory_pks)])
+        return {pk: -n for pk, n in Counter(int(row[0]) for row in cursor.fetchall()).items()}
+
+
 def mentions_link_pairs(bank_pk: int, pairs: Sequence[tuple[int, int]], *, count: bool = True) -> dict[int, int]:
     """Link each ``(memory pk, entity pk)`` not linked yet, in one statement, in entity then memory order;
     returns how many new mentions each entity got (already counted unless ``count`` is False: the caller
@@ -117,4 +129,4 @@ def mentions_recount(bank_pk: int) -> int:
         return int(cursor.rowcount)
 
 
-__all__ = ["mentions_count", "mentions_recount", "mentions_link_memory", "mentions_drop", "mentions_link_named", "mentions_link_pairs"]
+__all__ = ["mentions_take", "mentions_count", "mentions_recount", "mentions_link_memory", "mentions_drop", "mentions_link_named", "mentions_link_pairs"]

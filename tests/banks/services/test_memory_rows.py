@@ -111,3 +111,46 @@ def test_a_bulk_tag_is_one_statement_per_chunk():
     outcome = bulk_apply(bank=bank, rows=Memory.objects.filter(bank=bank), action="untag", actor="test", tag="porto")
     assert outcome.touched == 30
     assert not Memory.objects.filter(bank=bank, tags__contains=["porto"]).exists()
+
+
+def _deadlock() -> Exception:
+    import psycopg
+    from django.db import OperationalError
+
+    try:
+        raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
+    except OperationalError as exc:
+        return exc
+
+
+def test_an_import_batch_that_loses_a_deadlock_is_written_once_more(monkeypatch):
+    from portability.services import importer
+
+    bank = make_bank("batch-retry")
+    real = importer._Importer._store
+    losses = iter([True])
+
+    def store_losing_once(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if next(losses, False):
+            raise _deadlock()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(importer._Importer, "_store", store_losing_once)
+    report = make_import(bank, [("r-1", "Gina owns the boat.", ["Gina"]), ("r-2", "Hal rents it.", ["Hal"])])
+    assert report.imported == 2 and report.duplicates == 0
+    assert row_invariant_breaks() == {}
+
+
+def test_an_import_batch_that_loses_twice_is_a_conflict_to_retry(monkeypatch):
+    from portability.services import importer
+
+    bank = make_bank("batch-twice")
+
+    def always_losing(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        raise _deadlock()
+
+    monkeypatch.setattr(importer._Importer, "_store", always_losing)
+    with pytest.raises(Conflict, match="retry") as refused:
+        make_import(bank, [("r-1", "Gina owns the boat.", ["Gina"])])
+    assert refused.value.status == 409
+    assert not Memory.objects.filter(bank=bank).exists()

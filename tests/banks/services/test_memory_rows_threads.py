@@ -35,6 +35,19 @@ def test_two_imports_naming_the_same_entities_in_opposite_orders_both_land():
     assert row_invariant_breaks() == {}
 
 
+def test_two_imports_overwriting_the_same_memories_in_opposite_orders_both_land():
+    bank = make_bank("overwrites-race")
+    original = _records("m", ENTITIES)
+    make_import(bank, original)
+    up = [(memory_id, f"{text} (from the first archive)", names) for memory_id, text, names in original]
+    down = [(memory_id, f"{text} (from the second archive)", list(reversed(names)))
+            for memory_id, text, names in reversed(original)]
+    results, errors = run_in_threads(2, lambda i: make_import(bank, [up, down][i], on_conflict="overwrite"))
+    assert errors == [None, None]
+    assert [r.overwritten for r in results] == [len(original), len(original)]
+    assert row_invariant_breaks() == {}
+
+
 def test_a_deadlock_is_a_conflict_to_retry_not_an_unavailable_database():
     bank = make_bank("deadlock-answer")
     first, second = make_memory(bank, "First row to lock."), make_memory(bank, "Second row to lock.")
