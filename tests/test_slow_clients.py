@@ -40,7 +40,7 @@ def _serve(tmp_path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:  # no
         **os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
         "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(), "MEMORYHUB_VAR_DIR": str(tmp_path / "var"),
         "SECRET_KEY": settings.SECRET_KEY, "MEMORYHUB_EMBEDDINGS": "hashing", "MEMORYHUB_ADDR": addr,
-        "MEMORYHUB_WEB_WORKERS": str(WORKERS), "MEMORYHUB_WEB_THREADS": "1", "MEMORYHUB_PORTABILITY_ROOTS": "",
+        "MEMORYHUB_WEB_WORKERS": str(WORKERS), "MEMORYHUB_WEB_THREADS": "1", "MEMORYHUB_PORTABILITY_ROOTS": "off",
         **extra,
     }
     for name in ("DATABASE_URL", "CELERY_BROKER_URL", "MEMORYHUB_CACHE_URL", "MEMORYHUB_DEV", "MEMORYHUB_CELERY_EAGER"):

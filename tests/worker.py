@@ -64,7 +64,7 @@ def start_worker(tmp_path: Path, broker: str, *, queue: str | None = None, queue
         "CELERY_BROKER_URL": broker,
         "MEMORYHUB_CELERY_QUEUE": queue,
         "MEMORYHUB_VAR_DIR": str(settings.VAR_DIR),
-        "MEMORYHUB_PORTABILITY_ROOTS": settings.MEMORYHUB_PORTABILITY_ROOTS or "",
+        "MEMORYHUB_PORTABILITY_ROOTS": settings.MEMORYHUB_PORTABILITY_ROOTS or "off",  # none: file access off
         # The worker embeds as the test process does, so vectors written on either side compare.
         "MEMORYHUB_EMBEDDINGS": settings.MEMORYHUB_EMBEDDINGS,
     }

@@ -92,7 +92,7 @@ def front_command(addr: str, upstream: Path) -> list[str]:
             "--max-body", str(max(settings.MEMORYHUB_MAX_REQUEST_BYTES, settings.MEMORYHUB_MAX_UPLOAD_BYTES)
                               + 1024 * 1024),
             "--idle-timeout", str(env_float("MEMORYHUB_FRONT_IDLE_TIMEOUT", 60.0)), "--spool-dir", str(spool),
-            "--forwarded-allow-ips", os.environ.get("MEMORYHUB_FORWARDED_ALLOW_IPS", "")]
+            "--forwarded-allow-ips", env_str("MEMORYHUB_FORWARDED_ALLOW_IPS")]
 
 
 class Command(BaseCommand):
