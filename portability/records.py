@@ -79,6 +79,12 @@ class RecordError:
 
 
 @dataclass
+class RecordSkipped(RecordError):
+    """An item the source asks not to import (a ChatGPT conversation marked do-not-remember): reported
+    and counted as skipped, never as an error."""
+
+
+@dataclass
 class ArchiveHeader:
     """What a format says about the whole archive (AMA header, amplihack top level...)."""
 

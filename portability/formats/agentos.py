@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import sqlite3
 import struct
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 
 from portability.formats.agentos_graph import Graph, read_graph
 from portability.formats.common import bounded_lines, number, parse_time, str_list
+from portability.formats.compression import open_archive_bytes, read_document
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
@@ -90,7 +90,8 @@ def _ours(row: dict[str, Any], content: str, tags: list[Any], ours: dict[str, An
         fact_type=text("fact_type") or FACT_TYPES.get(str(row.get("type")), "world"),
         tags=[str(t) for t in tags], metadata=dict(ours["metadata"]) if isinstance(ours.get("metadata"), dict) else {},
         created_at=parse_time(ours.get("created_at")) or parse_time(row.get("created_at")),
-        occurred_at=parse_time(ours.get("occurred_at")), source=text("source"), memory_layer=text("memory_layer"),
+        occurred_at=parse_time(ours.get("occurred_at")), retained_at=parse_time(ours.get("retained_at")),
+        source=text("source"), memory_layer=text("memory_layer"),
         entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
                                aliases=str_list(e.get("aliases")))
                   for e in _list(ours.get("entities")) if isinstance(e, dict) and e.get("name")],
@@ -132,10 +133,7 @@ def _exchanges(conversations: list[dict[str, Any]], messages: list[dict[str, Any
 def read_agentos_json(path: Path | Location, *, max_bytes: int = 500 * 1024 * 1024, **_: Any
                       ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
-    with path.open("rb") as fp:  # one open: the size checked is the size of what is read
-        if os.fstat(fp.fileno()).st_size > max_bytes:
-            raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit for JSON documents")
-        data = json.loads(fp.read().decode("utf-8-sig"))
+    data = json.loads(read_document(path, max_bytes).decode("utf-8-sig"))
     if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
         raise ValueError('not an AgentOS export: missing top-level "traces" array')
     meta = data.get("meta") or {}
@@ -161,17 +159,22 @@ def read_agentos_json(path: Path | Location, *, max_bytes: int = 500 * 1024 * 10
     return header, records()
 
 
-def read_agentos_ndjson(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024, **_: Any
-                        ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+def read_agentos_ndjson(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024,
+                        max_decompressed: int = 8 * 1024**3, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
 
     def records() -> Iterator[MemoryRecord | RecordError]:
-        with path.open("rb") as fp:
+        with open_archive_bytes(path, max_decompressed) as fp:
             for number, raw in bounded_lines(fp, max_line_bytes):
                 if raw is None:
                     yield RecordError(number, f"line longer than {max_line_bytes} bytes")
                     continue
-                text = raw.decode("utf-8-sig", errors="replace").strip()
+                try:
+                    text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    # Replacing the bytes would store text the source never held: the line is refused.
+                    yield RecordError(number, f"not UTF-8: {exc.reason} at byte {exc.start} of the line")
+                    continue
                 if not text:
                     continue
                 try:

@@ -48,6 +48,7 @@ def _trace(record: MemoryRecord, brain: str) -> dict[str, Any]:
     agentos: dict[str, Any] = found if isinstance(found, dict) else {}
     original: dict[str, Any] = agentos["metadata"] if isinstance(agentos.get("metadata"), dict) else {}
     ours = {"fact_type": record.fact_type, "created_at": iso(record.created_at), "occurred_at": iso(record.occurred_at),
+            "retained_at": iso(record.retained_at),
             "source": record.source, "memory_layer": record.memory_layer, "metadata": record.metadata or {},
             "entities": [{"name": e.name, "entity_type": e.entity_type, "aliases": list(e.aliases)}
                          for e in record.entities],

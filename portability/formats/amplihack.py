@@ -11,6 +11,7 @@ from typing import Any
 
 from portability.formats.ama import atomic_write
 from portability.formats.common import number, parse_time, str_list
+from portability.formats.compression import read_document
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
@@ -22,15 +23,9 @@ EDGE_KINDS = ("similar_to", "derives_from", "supersedes", "transitioned_to")
 
 def read_amplihack(path: Path | Location, *, max_bytes: int = MAX_BYTES, **_: Any
                    ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
-    # The size is checked on the open file, before anything is parsed.
+    # The size is checked while reading (what a gzip file decompresses to included), before anything is parsed.
     path = as_location(path)
-    with path.open("rb") as fp:
-        import os
-
-        size = os.fstat(fp.fileno()).st_size
-        if size > max_bytes:
-            raise ValueError(f"{path.name} is {size} bytes; amplihack archives are capped at {max_bytes}")
-        data = json.loads(fp.read().decode("utf-8-sig"))
+    data = json.loads(read_document(path, max_bytes).decode("utf-8-sig"))
     if not isinstance(data, dict) or str(data.get("format_version", "")) != "1.1":
         raise ValueError("not an amplihack hierarchical export (format_version 1.1)")
     agent = str(data.get("agent_name") or "")
@@ -99,7 +94,8 @@ def _ours(item: dict[str, Any], ours: dict[str, Any], fact: Any, edges: list[Lin
         tags=[str(t) for t in item.get("tags") or []],
         metadata=dict(ours["metadata"]) if isinstance(ours.get("metadata"), dict) else {},
         created_at=parse_time(ours.get("created_at")) or parse_time(item.get("created_at")),
-        occurred_at=parse_time(ours.get("occurred_at")), memory_layer=text("memory_layer"), source=text("source"),
+        occurred_at=parse_time(ours.get("occurred_at")), retained_at=parse_time(ours.get("retained_at")),
+        memory_layer=text("memory_layer"), source=text("source"),
         entities=[EntityRecord(name=str(e["name"]), entity_type=str(e.get("entity_type") or "OTHER"),
                                aliases=str_list(e.get("aliases")))
                   for e in entities if isinstance(e, dict) and e.get("name")] if isinstance(entities, list) else (
@@ -143,6 +139,7 @@ def write_amplihack(path: Path | Location, header: ArchiveHeader, records: Itera
         wrapped = {"fact_type": record.fact_type, "source": record.source, "memory_layer": record.memory_layer,
                    "occurred_at": record.occurred_at.isoformat() if record.occurred_at else None,
                    "created_at": record.created_at.isoformat() if record.created_at else None,
+                   "retained_at": record.retained_at.isoformat() if record.retained_at else None,
                    "metadata": record.metadata or {},
                    "entities": [{"name": e.name, "entity_type": e.entity_type, "aliases": list(e.aliases)}
                                 for e in record.entities],

@@ -5,14 +5,14 @@ do-not-remember, hidden and system messages, and tool traffic."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from portability.formats.common import parse_time
+from portability.formats.compression import read_document
 from portability.paths import Location, as_location
-from portability.records import ArchiveHeader, MemoryRecord, RecordError
+from portability.records import ArchiveHeader, MemoryRecord, RecordError, RecordSkipped
 
 
 def _text(message: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -50,7 +50,7 @@ def _branch(mapping: dict[str, Any], current: str | None) -> list[dict[str, Any]
 def conversation_records(conversation: dict[str, Any], index: int) -> Iterator[MemoryRecord | RecordError]:
     cid = conversation.get("conversation_id") or conversation.get("id") or f"conversation-{index}"
     if conversation.get("is_do_not_remember"):
-        yield RecordError(f"conversations[{index}]", f"conversation {cid} is marked do-not-remember; skipped")
+        yield RecordSkipped(f"conversations[{index}]", f"conversation {cid} is marked do-not-remember; skipped")
         return
     messages = [n["message"] for n in _branch(conversation.get("mapping") or {}, conversation.get("current_node"))
                 if n.get("message")]
@@ -93,10 +93,7 @@ def conversation_records(conversation: dict[str, Any], index: int) -> Iterator[M
 def read_chatgpt(path: Path | Location, *, max_bytes: int = 200 * 1024 * 1024, **_: Any
                  ) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
-    with path.open("rb") as fp:  # one open: the size checked is the size of what is read
-        if os.fstat(fp.fileno()).st_size > max_bytes:
-            raise ValueError(f"{path.name} is larger than the {max_bytes} byte limit")
-        data = json.loads(fp.read().decode("utf-8-sig"))
+    data = json.loads(read_document(path, max_bytes).decode("utf-8-sig"))
     if not isinstance(data, list):
         raise ValueError("not a ChatGPT export: conversations.json must be a JSON array")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 from typing import IO
 
@@ -70,3 +71,25 @@ def open_archive_bytes(path: Path | Location, cap: int) -> IO[bytes]:
     return io.BufferedReader(_Capped(source, cap, where.name, under=raw),  # type: ignore[arg-type]
                              buffer_size=1 << 16)
 
+
+
+def read_document(path: Path | Location, max_bytes: int) -> bytes:
+    """A whole JSON document's bytes, gzip or not, refused past ``max_bytes`` before anything is parsed:
+    a plain file by its size on the open descriptor (nothing read), a gzip file by what it decompresses to
+    (reading stops one byte past the cap)."""
+    where = as_location(path)
+    with open_archive_bytes(where, max_bytes + 1) as fp:
+        if not isinstance(fp, io.BufferedReader) or not isinstance(fp.raw, _Capped):
+            too_large = os.fstat(fp.fileno()).st_size > max_bytes
+            data = b"" if too_large else fp.read()
+        else:
+            try:
+                data = fp.read(max_bytes + 1)
+            except ArchiveTooLarge:
+                data = b""
+                too_large = True
+            else:
+                too_large = len(data) > max_bytes
+    if too_large:
+        raise ValueError(f"{where.name} is larger than the {max_bytes} byte limit for JSON documents")
+    return data

@@ -7,20 +7,23 @@ removes again from files our writer wrote (``memoryhub.csv_cells``)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from memoryhub.csv_cells import neutralise_row, restore
 from portability.formats.common import iso, parse_time, str_list
+from portability.formats.compression import open_archive_bytes
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
 
 KNOWN = {"id", "content", "type", "scope", "tags", "created_at", "createdat", "metadata", "source", "fact_type",
-         "occurred_at", "memory_layer", "entities", "links"}
-COLUMNS = ["id", "content", "fact_type", "tags", "created_at", "occurred_at", "source", "memory_layer", "metadata",
-           "entities", "links"]
+         "occurred_at", "retained_at", "memory_layer", "entities", "links"}
+COLUMNS = ["id", "content", "fact_type", "tags", "created_at", "occurred_at", "retained_at", "source", "memory_layer",
+           "metadata", "entities", "links"]
 TYPE_TO_FACT = {"episodic": "experience"}
 
 
@@ -67,10 +70,33 @@ def _graph(cells: dict[str, str]) -> tuple[list[EntityRecord], list[LinkRecord]]
     return entities, links
 
 
-def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
+# Bytes that were not UTF-8, as the reader's "surrogateescape" keeps them: the row is refused, by number.
+_UNDECODED = re.compile("[\udc80-\udcff]")
+
+
+def _open(path: Location, cap: int) -> IO[str]:
+    """The file as text, gzip or not; bytes that are not UTF-8 are kept as lone surrogates so the row
+    holding them is named instead of the whole read failing at a byte offset."""
+    return io.TextIOWrapper(open_archive_bytes(path, cap), encoding="utf-8-sig", errors="surrogateescape",
+                            newline="")
+
+
+def _allow_cells(max_bytes: int) -> None:
+    """Let a cell be as long as a line may be (the module's own limit, 131,072 characters, refused what our
+    writer writes). Process-wide and only ever raised: bounded by the configured line cap, never unbounded."""
+    if csv.field_size_limit() < max_bytes:
+        csv.field_size_limit(max_bytes)
+
+
+def read_csv(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024, max_decompressed: int = 8 * 1024**3,
+             **_: Any) -> tuple[ArchiveHeader, Iterator[MemoryRecord | RecordError]]:
     path = as_location(path)
-    with path.open(newline="", encoding="utf-8-sig") as fp:
-        header_row = next(csv.reader(fp), None)
+    _allow_cells(max_line_bytes)
+    with _open(path, max_decompressed) as fp:
+        try:
+            header_row = next(csv.reader(fp), None)
+        except csv.Error as exc:
+            raise ValueError(f"CSV header row cannot be read: {exc}") from None
     columns = [c.strip().lower() for c in header_row or []]
     if "content" not in columns:
         raise ValueError('CSV has no "content" column (the header row must name one)')
@@ -80,12 +106,22 @@ def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[M
     exact = {"entities", "links"} <= set(columns)
 
     def records() -> Iterator[MemoryRecord | RecordError]:
-        with path.open(newline="", encoding="utf-8-sig") as fp:
+        with _open(path, max_decompressed) as fp:
             reader = csv.reader(fp)
             next(reader, None)
-            for row in reader:
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as exc:
+                    yield RecordError(reader.line_num, f"not a CSV row: {exc}")
+                    continue
                 line = reader.line_num
                 if not any(cell.strip() for cell in row):
+                    continue
+                if any(_UNDECODED.search(cell) for cell in row):
+                    yield RecordError(line, "not UTF-8 (bytes that are not UTF-8 text)")
                     continue
                 # Our own writer neutralised spreadsheet formulas (memoryhub.csv_cells); its cells come back exact.
                 cells = {columns[i]: restore(value) if exact else value for i, value in enumerate(row)
@@ -117,10 +153,12 @@ def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[M
                 created = parse_time(raw_time.strip()) if raw_time.strip() else None
                 if raw_time.strip() and created is None:
                     metadata["_import_unparsed_created_at"] = raw_time
-                raw_occurred = (cells.get("occurred_at") or "").strip()
-                occurred = parse_time(raw_occurred) if raw_occurred else None
-                if raw_occurred and occurred is None:
-                    metadata["_import_unparsed_occurred_at"] = raw_occurred
+                times: dict[str, Any] = {}
+                for name in ("occurred_at", "retained_at"):
+                    raw = (cells.get(name) or "").strip()
+                    times[name] = parse_time(raw) if raw else None
+                    if raw and times[name] is None:
+                        metadata[f"_import_unparsed_{name}"] = raw
                 try:
                     entities, links = _graph(cells)
                 except ValueError as exc:
@@ -129,7 +167,8 @@ def read_csv(path: Path | Location, **_: Any) -> tuple[ArchiveHeader, Iterator[M
                 yield MemoryRecord(
                     text=content, memory_id=(cells.get("id") or "").strip() or None,
                     fact_type=(cells.get("fact_type") or "").strip() or TYPE_TO_FACT.get(kind, "world" if kind else None),
-                    tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created, occurred_at=occurred,
+                    tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created,
+                    occurred_at=times["occurred_at"], retained_at=times["retained_at"],
                     source=(cells.get("source") or "").strip() or None,
                     memory_layer=(cells.get("memory_layer") or "").strip() or None, entities=entities, links=links,
                     position=line,
@@ -152,7 +191,7 @@ def write_csv(path: Path | Location, header: ArchiveHeader, records: Iterable[Me
                       **({"metadata": link.metadata} if link.metadata else {})} for link in record.links]
             writer.writerow(neutralise_row([record.memory_id, record.text, record.fact_type or "",
                              json.dumps(record.tags, ensure_ascii=False), iso(record.created_at) or "",
-                             iso(record.occurred_at) or "", record.source or "", record.memory_layer or "",
+                             iso(record.occurred_at) or "", iso(record.retained_at) or "", record.source or "", record.memory_layer or "",
                              _dumps(record.metadata) if record.metadata else "", _dumps(entities) if entities else "",
                              _dumps(links) if links else ""]))
             count += 1

@@ -87,6 +87,10 @@ def _read(path: Location) -> tuple[dict[str, Any], str]:
     return meta, body.strip()
 
 
+def _newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
     """Restore what our own writer kept under the ``memoryhub`` key. It is the memory as it was: tags from
     the front-matter only and links from the block only (the body's #tags and wikilinks were already
@@ -94,7 +98,7 @@ def _ours(meta: dict[str, Any], record: MemoryRecord) -> None:
     kept = meta.get(OURS)
     if not isinstance(kept, dict):
         return
-    if isinstance(kept.get("text"), str) and kept["text"].strip() == record.text:
+    if isinstance(kept.get("text"), str) and _newlines(kept["text"]).strip() == _newlines(record.text):
         record.text = kept["text"]  # the body is trimmed when read; the exact text was kept
     record.metadata = dict(kept["metadata"]) if isinstance(kept.get("metadata"), dict) else {}
     for name in ("occurred_at", "created_at", "retained_at"):
@@ -250,7 +254,8 @@ def _front(record: MemoryRecord, kind: str, scope: str) -> dict[str, Any]:
     return {"id": record.memory_id, "type": kind, "scope": scope, "tags": list(record.tags),
             "createdAt": _epoch_ms(record.created_at), "fact_type": record.fact_type,
             OURS: {k: v for k, v in ours.items() if v not in (None, [], {}) or k == "metadata"}
-            | ({"text": record.text} if record.text != record.text.strip() else {})}
+            # The body loses what is around it, and a file read as text turns CR LF into LF: the exact text is kept.
+            | ({"text": record.text} if record.text != record.text.strip() or "\r" in record.text else {})}
 
 
 def write_markdown(path: Path | Location | DirectoryWriter, header: ArchiveHeader,

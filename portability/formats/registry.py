@@ -131,6 +131,8 @@ def open_archive(path: Path | Location, fmt: str | None = None, **options: Any
     # document (amplihack, AgentOS JSON, ChatGPT's conversations.json).
     options.setdefault("max_line_bytes", int(settings.MEMORYHUB_MAX_ARCHIVE_LINE_BYTES))
     options.setdefault("max_bytes", int(settings.MEMORYHUB_MAX_JSON_DOCUMENT_BYTES))
+    # What a gzip archive read line by line may decompress to.
+    options.setdefault("max_decompressed", max_decompressed_bytes())
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise UnknownFormat(f"unknown format {fmt!r}; use one of: {', '.join(sorted(READERS))}")

@@ -38,7 +38,7 @@ from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput, is_lock_conflict, lock_conflict
 from portability.formats.ama import parse_iso
-from portability.records import EntityRecord, MemoryRecord, RecordError, record_problem
+from portability.records import EntityRecord, MemoryRecord, RecordError, RecordSkipped, record_problem
 from portability.services.import_batches import after, batches, load
 from portability.services.import_graph import import_graph_apply
 from portability.services.import_links import links_queue, links_resolve, links_unresolved
@@ -200,6 +200,10 @@ class _Importer:
         records: list[MemoryRecord] = []
         for item in batch:
             report.lines += 1
+            if isinstance(item, RecordSkipped):
+                report.skipped += 1
+                report.note(item.position, item.reason)
+                continue
             problem = line_problem(item, self.seen_ids)
             if problem is not None:
                 report.invalid += 1
@@ -275,7 +279,7 @@ class _Importer:
         return Memory(
             bank=self.bank, memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
-            occurred_at=record.occurred_at, retained_at=now,
+            occurred_at=record.occurred_at, retained_at=record.retained_at or now,
             created_at=record.created_at or record.occurred_at or now, source=record.source or self.source_label,
             content_hash=digest, embedding=vector, embedding_model=self.embedder.name if vector is not None else "",
             embedding_dims=self.embedder.dimensions if vector is not None else None, updated_at=now,
@@ -295,7 +299,8 @@ class _Importer:
         return MemoryRow(
             memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
             memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
-            occurred_at=record.occurred_at, retained_at=now, created_at=record.created_at or record.occurred_at or now,
+            occurred_at=record.occurred_at, retained_at=record.retained_at or now,
+            created_at=record.created_at or record.occurred_at or now,
             source=record.source or self.source_label, content_hash=digest, embedding=vector,
             # A deferred vector: no model or size yet, so no vector search takes the row for embedded.
             embedding_model=self.embedder.name if vector is not None else "",
@@ -432,6 +437,8 @@ def archive_import(
         seen: dict[int, Any] = {}
         for item in records():
             check.lines += 1
+            if isinstance(item, RecordSkipped):
+                continue
             if (problem := line_problem(item, seen)) is not None:
                 check.invalid += 1
                 check.note(item.position, problem)
