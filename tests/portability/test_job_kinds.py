@@ -157,6 +157,9 @@ def test_a_job_stuck_in_a_statement_is_stopped_and_its_transaction_ended(make_ba
     worker = threading.Thread(target=stuck)
     worker.start()
     assert started.wait(60)
+    # Inside one long statement the job still beats, and says what it is doing.
+    first = Job.objects.get(pk=job.pk).heartbeat_at
+    wait_for(lambda: Job.objects.get(pk=job.pk).heartbeat_at > first, timeout=60)
     Job.objects.filter(pk=job.pk).update(cancel_requested=True)
     worker.join(120)
     assert not worker.is_alive() and outcome["stopped"] is True
