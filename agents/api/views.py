@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -39,6 +39,9 @@ class IngestTurnRequest(WireModel):
     bank_id: str
     user: str = ""
     assistant: str = ""
+    # The conversation the turn belongs to: the facts kept from it join that session, and are indexed
+    # with the session's turns before them as context (see docs/api.md, context_turns).
+    session_id: str = Field("", max_length=255)
 
 
 class IngestTurnApi(BankApiView):
@@ -53,5 +56,6 @@ class IngestTurnApi(BankApiView):
         # Queued after commit; the caller never waits for extraction or embedding, and hears a 503
         # (nothing stored) when the broker cannot take the turn.
         enqueue_after_commit(lambda: ingest_turn_task.delay(bank.pk, body.user, body.assistant,
-                                                            self.actor(request), turn_id), what="the turn")
+                                                            self.actor(request), turn_id,
+                                                            session_id=body.session_id), what="the turn")
         return ok({"queued": True, "turn_id": turn_id, "bank_id": bank.bank_id}, status=202)

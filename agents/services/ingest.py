@@ -36,7 +36,7 @@ class IngestOutcome:
 
 
 def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor: str,
-                turn_id: str = "") -> IngestOutcome:
+                turn_id: str = "", session_id: str = "") -> IngestOutcome:
     settings = ingest_settings(bank)
     outcome = IngestOutcome()
     if not settings["enabled"]:
@@ -60,8 +60,10 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
         category = CATEGORIES.get(fact.category, fact.category)
         result = memory_retain(bank=bank, text=fact.text, actor=actor, tags=[category], source="auto-ingest",
                                metadata={"category": category, "importance": fact.importance,
-                                         "source_turn": turn_id}, memory_layer="episodic" if category == "episodic"
-                               else "semantic", near_dedup=False, author=actor)
+                                         "source_turn": turn_id,
+                                         **({"session_id": session_id} if session_id else {})},
+                               memory_layer="episodic" if category == "episodic" else "semantic", near_dedup=False,
+                               author=actor)
         if result.stored:
             outcome.stored.append(result.memory_id or "")
             accepted.append(vector)

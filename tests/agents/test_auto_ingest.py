@@ -56,3 +56,19 @@ def test_threshold_max_per_turn_and_near_duplicates(make_bank):
 def test_disabled_banks_ingest_nothing(make_bank):
     bank = make_bank("user-alice", config={"auto_ingest": {"enabled": False}})
     assert ingest_turn(bank=bank, actor="t", user_message="I prefer tea.", assistant_message="").disabled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_facts_of_a_turn_join_its_session_and_are_indexed_with_its_context(make_bank):
+    bank = make_bank("user-alice")
+    first = ingest_turn(bank=bank, actor="t", user_message="I adopted a greyhound called Biscuit.",
+                        assistant_message="", session_id="chat-7")
+    second = ingest_turn(bank=bank, actor="t", user_message="I prefer walking him at dawn.",
+                         assistant_message="", session_id="chat-7")
+    assert first.stored and second.stored
+    later = Memory.objects.get(memory_id=second.stored[0])
+    assert later.session_key == "chat-7" and later.metadata["session_id"] == "chat-7"
+    assert "greyhound called Biscuit" in (later.context or "")
+    alone = ingest_turn(bank=bank, actor="t", user_message="I work at Acme as a data engineer.",
+                        assistant_message="")
+    assert Memory.objects.get(memory_id=alone.stored[0]).session_key is None
