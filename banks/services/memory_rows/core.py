@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from banks.models import Bank, DuplicatePair, Memory, MemoryLink
@@ -64,8 +65,7 @@ def ensure_editable(memory: Memory) -> None:
 
 def _pairs_drop(memory_pks: Sequence[int]) -> None:
     """Near-duplicate pairs were measured on a text that changed or left the bank."""
-    DuplicatePair.objects.filter(memory_a_id__in=memory_pks).delete()
-    DuplicatePair.objects.filter(memory_b_id__in=memory_pks).delete()
+    DuplicatePair.objects.filter(Q(memory_a_id__in=memory_pks) | Q(memory_b_id__in=memory_pks)).delete()
 
 
 # --- inserts ----------------------------------------------------------------------------------------
