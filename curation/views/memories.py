@@ -13,6 +13,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from banks.access import forget_permission
 from banks.models import Bank, Memory
 from banks.selectors.audit import audit_events_about
 from banks.selectors.citations import memory_citations
@@ -181,9 +182,17 @@ def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: A
         "edit_form": forms.get("edit_form") or MemoryEditForm(initial={
             "text": memory.text, "tags": memory.tags, "fact_type": memory.fact_type,
             "metadata": memory.metadata or {}}),
-        "forget_form": forms.get("forget_form") or ForgetForm(),
+        "forget_form": _forget_form(forms.get("forget_form") or ForgetForm(),
+                                    may_erase=principal.can(bank.bank_id, forget_permission(compliance=True))),
         "merge_form": forms.get("merge_form") or MergeForm(choices=[(n.memory_id, n.memory_id) for n in near]),
     }
+
+
+def _forget_form(form: ForgetForm, *, may_erase: bool) -> ForgetForm:
+    """The compliance box is offered only to those who may erase (the service refuses anyone else)."""
+    if not may_erase:
+        form.fields.pop("compliance", None)
+    return form
 
 
 def _memory_page(request: HttpRequest, bank: Bank, memory: Memory, *, status: int = 200,
@@ -302,7 +311,8 @@ def memory_bulk(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "forget" if action == "forget" else "write")
     filters = MemoryFilters.from_query(request.POST)
     ids = request.POST.getlist("ids")
-    context: dict[str, Any] = {"bank": bank, "form": form, "action": action, "ids": ids, "post": request.POST}
+    context: dict[str, Any] = {"bank": bank, "form": form, "action": action, "ids": ids, "post": request.POST,
+                               "may_erase": operator(request).can(bank.bank_id, forget_permission(compliance=True))}
     if not form.is_valid():
         return render(request, "curation/partials/bulk_preview.html", context, status=422)
     data = form.cleaned_data

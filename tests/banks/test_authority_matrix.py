@@ -212,3 +212,14 @@ def test_the_compliance_erase_a_curator_did_on_a_held_bank_is_refused(django_use
         "action": "forget", "reason": "erasure request", "compliance": "on"})
     assert response.status_code == 403
     assert Memory.objects.filter(pk=world.memory.pk, forgotten_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize("role", [BankRole.CURATOR, BankRole.ADMIN])
+def test_the_compliance_box_is_offered_only_to_who_may_erase(role, django_user_model):
+    world = _world(role, django_user_model)
+    page = world.page.get(f"/banks/{B}/memories/{world.memory_id}/").content.decode()
+    preview = world.page.post(f"/banks/{B}/memories/bulk", {"action": "forget", "ids": [world.memory_id],
+                                                             "reason": "r"}).content.decode()
+    offered = role == BankRole.ADMIN
+    assert ('name="compliance"' in page) is offered
+    assert ('name="compliance"' in preview) is offered
