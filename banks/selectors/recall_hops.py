@@ -26,26 +26,35 @@ SEEDS = 5
 HUB_MENTIONS = 200
 LIMIT = 20
 
+# Each CTE MATERIALIZED: the walk starts from the seeds' own mentions (by memory), then their entities (by
+# key), then the other mentions of those (by entity); left to itself the planner may start from every
+# entity of the bank instead.
 _HOPS_SQL = """
-WITH seed AS (SELECT s.id, s.ord FROM unnest(%(seeds)s::bigint[]) WITH ORDINALITY AS s(id, ord)),
+WITH seed AS MATERIALIZED (SELECT s.id, s.ord FROM unnest(%(seeds)s::bigint[]) WITH ORDINALITY AS s(id, ord)),
+named AS MATERIALIZED (
+    SELECT me.entity_id, min(seed.ord) AS ord FROM seed JOIN banks_memoryentity me ON me.memory_id = seed.id
+    GROUP BY me.entity_id
+),
+linking AS MATERIALIZED (
+    SELECT named.entity_id, named.ord FROM named JOIN banks_entity e ON e.id = named.entity_id
+    WHERE e.mention_count <= %(hub)s
+),
 hop AS (
-    SELECT me2.memory_id AS id, count(DISTINCT me2.entity_id) AS shared, min(seed.ord) AS via_ord
-    FROM seed JOIN banks_memoryentity me ON me.memory_id = seed.id
-    JOIN banks_entity e ON e.id = me.entity_id AND e.mention_count <= %(hub)s
-    JOIN banks_memoryentity me2 ON me2.entity_id = me.entity_id AND me2.memory_id <> seed.id
+    SELECT me2.memory_id AS id, count(DISTINCT me2.entity_id) AS shared, min(linking.ord) AS via_ord
+    FROM linking JOIN banks_memoryentity me2 ON me2.entity_id = linking.entity_id
     JOIN banks_memory m ON m.id = me2.memory_id
-    WHERE e.bank_id = %(bank)s AND m.bank_id = %(bank)s AND m.archived_at IS NULL AND m.forgotten_at IS NULL
+    WHERE m.bank_id = %(bank)s AND m.archived_at IS NULL AND m.forgotten_at IS NULL
       AND NOT me2.memory_id = ANY(%(seeds)s::bigint[])
     GROUP BY me2.memory_id ORDER BY shared DESC, via_ord, me2.memory_id DESC LIMIT %(limit)s
 ),
 near AS (
-    SELECT n.id, seed.ord AS via_ord, n.side FROM seed JOIN banks_memory c ON c.id = seed.id
+    SELECT n.id, seed.ord AS via_ord FROM seed JOIN banks_memory c ON c.id = seed.id
     CROSS JOIN LATERAL (
-        (SELECT m.id, 0 AS side FROM banks_memory m WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key
+        (SELECT m.id FROM banks_memory m WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key
            AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND (m.created_at, m.id) < (c.created_at, c.id)
          ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
         UNION ALL
-        (SELECT m.id, 1 AS side FROM banks_memory m WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key
+        (SELECT m.id FROM banks_memory m WHERE m.bank_id = c.bank_id AND m.session_key = c.session_key
            AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND (m.created_at, m.id) > (c.created_at, c.id)
          ORDER BY m.created_at, m.id LIMIT 1)
     ) n
@@ -53,7 +62,7 @@ near AS (
 )
 SELECT 'hop', id, via_ord FROM hop
 UNION ALL
-SELECT 'session', id, via_ord FROM (SELECT DISTINCT ON (id) id, via_ord, side FROM near ORDER BY id, via_ord) d
+SELECT 'session', id, min(via_ord) FROM near GROUP BY id
 """
 
 
