@@ -110,6 +110,9 @@ def test_killed_web_and_worker_come_back_and_sigterm_stops_everything(tmp_path):
         wait_until(lambda: health(addr) == 200, 60, "the restarted web server did not answer", log)
         wait_until(lambda: log.read_text(errors="replace").count(" ready.") >= 2, 60,
                    "the restarted worker was not ready", log)
+        # The job sweep runs on the sweep's own worker, beat sending it to its own queue.
+        wait_until(lambda: re.search(r"Task portability\.sweep_jobs\[[^\]]+\] succeeded",
+                                     log.read_text(errors="replace")), 90, "the job sweep did not run", log)
         # Untouched by the others' crashes; the front answers for the restarted gunicorn behind it.
         assert all(pid_running(first[name]) for name in ("beat", "mcp", "front", "sweeper"))
 

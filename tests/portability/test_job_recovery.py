@@ -117,3 +117,28 @@ def test_the_sweep_has_a_queue_of_its_own():
     queue = celery_app.conf.task_default_queue
     assert route_task("portability.sweep_jobs", (), {}, {}) == {"queue": f"{queue}-sweep"}
     assert route_task("portability.run_job", (), {}, {}) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_builds_no_index_and_leaves_a_killed_imports_to_its_resume(make_bank):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portability.services.job_health import jobs_sweep
+
+    bank = make_bank("user-alice")
+    # Moved onto its own vector index by a big import that was killed before building it.
+    Bank.objects.filter(pk=bank.pk).update(own_vector_index=True)
+    long_ago = timezone.now() - timedelta(hours=1)
+    dead = job_create(kind="import", actor="t", bank=bank, params={"path": "big.jsonl"})
+    Job.objects.filter(pk=dead.pk).update(state="running", started_at=long_ago, heartbeat_at=long_ago)
+    swept = jobs_sweep()
+    assert swept["dead"] == 1
+    # The import's resume fills and builds; the sweep queues nothing that would race it, and builds nothing.
+    assert swept["vector_index_jobs"] == 0
+    assert not Job.objects.filter(kind="vector_index").exists()
+    # Once nothing will build it (no import to resume), a job of its own is queued, not work in the sweep.
+    Job.objects.filter(pk=dead.pk).update(state="succeeded")
+    assert jobs_sweep()["vector_index_jobs"] == 1
+    assert Job.objects.filter(kind="vector_index", bank=bank).count() == 1
