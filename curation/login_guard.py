@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.backends import ModelBackend
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest
 
 from banks.services.login_guard import login_failed, login_locked_for
@@ -34,3 +35,20 @@ def count_failed_login(sender: Any, credentials: dict[str, Any], request: HttpRe
                        **kwargs: Any) -> None:
     login_failed(username=str(credentials.get("username") or ""), address=client_address(request),
                  locked=bool(getattr(request, "_login_locked", False)))
+
+
+class GuardedAuthenticationForm(AuthenticationForm):
+    """The operator login form: a locked-out account or address is told so (and when to try again),
+    rather than that the password was wrong. Told for any name, so it reveals no account."""
+
+    locked_out = False
+
+    def clean(self) -> dict[str, Any]:
+        try:
+            return super().clean()
+        except ValidationError:
+            if getattr(self.request, "_login_locked", False):
+                self.locked_out = True
+                raise ValidationError("Too many failed logins: this account or address is locked out for a while. "
+                                      "Try again later.", code="locked_out") from None
+            raise

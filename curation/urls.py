@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
+from curation.login_guard import GuardedAuthenticationForm
 from curation.views import banks, duplicates, holds, live, memories, operator, playground, records
 
 register_converter(RecordIdConverter, "rid")
@@ -10,7 +11,8 @@ app_name = "curation"
 
 urlpatterns = [
     path("", banks.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True,
+                                                authentication_form=GuardedAuthenticationForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("banks/new", banks.bank_new, name="bank-new"),
     path("banks/<str:bank_id>/", banks.bank_detail, name="bank"),

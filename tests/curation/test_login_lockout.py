@@ -27,7 +27,9 @@ def test_thirty_wrong_passwords_then_the_right_one_is_refused_until_the_lockout_
     client = Client()
     assert not any(_login(client, f"wrong-{i}") for i in range(30))
     assert not _login(client, "pw-olga-123")
-    assert AuditEvent.objects.filter(action="operator.login_failed").count() == 31
+    page = client.post("/login/", {"username": "olga", "password": "pw-olga-123"}).content.decode()
+    assert "locked out" in page
+    assert AuditEvent.objects.filter(action="operator.login_failed").count() == 32
     locked = AuditEvent.objects.filter(action="operator.locked_out")
     assert locked.count() == 1 and locked.get().details["what"] == "account"
     assert AuditEvent.objects.filter(action="operator.login_failed", details__locked_out=True).count() >= 20
@@ -49,6 +51,8 @@ def test_a_few_mistakes_do_not_lock_anyone_out(operator):
     client = Client()
     for i in range(3):
         _login(client, f"wrong-{i}")
+    page = client.post("/login/", {"username": "olga", "password": "wrong"}).content.decode()
+    assert "did not match" in page and "locked out" not in page
     assert _login(client, "pw-olga-123")
 
 
