@@ -27,10 +27,17 @@ def vector_of(text: str) -> list[float]:
 
 class EmbeddingServer(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]] = []
+    # Refuse texts holding a line break (a conversation turn with its context: banks.turn_context).
+    refuse_contexts = False
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         EmbeddingServer.requests.append({"path": self.path, "body": body})
+        texts = body.get("inputs") or body.get("input") or []
+        if EmbeddingServer.refuse_contexts and any("\n" in t for t in texts):
+            self.send_response(400)
+            self.end_headers()
+            return
         payload: Any
         if self.path == "/embed":  # TEI
             payload = [vector_of(t) for t in body["inputs"]]
@@ -57,7 +64,7 @@ class EmbeddingServer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    EmbeddingServer.requests = []
+    EmbeddingServer.requests, EmbeddingServer.refuse_contexts = [], False
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingServer)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -123,3 +130,16 @@ def test_a_bank_on_a_local_server_retains_and_recalls_with_its_vectors(server):
     bank.refresh_from_db()
     assert bank.embedding_provider == spec
     assert get_embedder(spec) is get_embedder(spec)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_failing_on_a_turns_context_leaves_the_retain_stored(server):
+    EmbeddingServer.refuse_contexts = True
+    bank = Bank.objects.create(bank_id="flaky", embedding_provider=f"tei:bge@{server}")
+    for text in ("We adopted Biscuit on Saturday.", "He is shy on stairs."):
+        outcome = memory_retain(bank=bank, text=text, actor="t", metadata={"session_id": "s", "role": "user"},
+                                near_dedup=False)
+        assert outcome.stored  # the write stands; its vector stays the one of its text alone
+    reply = Memory.objects.get(bank=bank, text="He is shy on stairs.")
+    assert "We adopted Biscuit" in (reply.context or "")
+    assert list(reply.embedding) == pytest.approx(vector_of("He is shy on stairs."))

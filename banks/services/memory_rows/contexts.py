@@ -89,7 +89,8 @@ def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool =
             embed |= {row[0] for row in cursor.fetchall()}
     if embed:
         again = sorted(embed)
-        transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=again))
+        # robust: a provider failing then leaves those vectors as they were (the write stands), logged.
+        transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=again), robust=True)
     if not changed:
         return 0
     ids = list(changed)
