@@ -13,7 +13,8 @@ Two phases on one embedded server (its own data under var/tenants-bench, started
    bench/recall_http_bench.py spreads tenants) holding 20,000 × scale memories between them.
 
 In both phases every probe bank is asked the same questions over HTTP (the real WSGI app, one serving
-thread): its own words, and the neighbour's frequent words. The table gives p50/p95 per bank and
+thread): its own words, the neighbour's frequent words, and its own words filtered on a tag every bank
+uses. The table gives p50/p95 per bank and
 question kind in each phase, their ratio (goal: beside ≤ 2× alone), and the p50 of the keyword and
 semantic arms' own timings (the recall trace). Memories are embedded by the hashing model, as the
 storage benches do (the MiniLM load below measures the model); the arms and indexes are the same.
@@ -160,13 +161,14 @@ def load_all(specs: list[Spec], seed: int) -> None:
 def questions(spec: Spec, kind: str, n: int) -> list[str]:
     rng = random.Random(f"{spec.bank_id}:{kind}")
     own = spec.bank_id.replace("-", "") + "own"
-    if kind == "own words":
+    if kind in ("own words", "tag filter"):
         return [f"{rng.choice(COMMON)} {rng.choice(COMMON)} {rng.choice(TOPICS)} {own}{rng.randrange(200)}"
                 for _ in range(n)]
     return [" ".join(FREQUENT) + f" {rng.choice(COMMON)}" for _ in range(n)]
 
 
-KINDS = ("own words", "neighbour's words")
+# "tag filter": the bank's own words, filtered on a tag every bank uses (the neighbour's 100,000 memories too).
+KINDS = ("own words", "neighbour's words", "tag filter")
 
 
 def measure(base: str, token: str, probes: list[Spec], n: int) -> dict[tuple[str, str], dict[str, float]]:
@@ -175,12 +177,13 @@ def measure(base: str, token: str, probes: list[Spec], n: int) -> dict[tuple[str
     for spec in probes:
         for kind in KINDS:
             asked = questions(spec, kind, n)
+            extra = {"tags": [TOPICS[0]]} if kind == "tag filter" else {}
             http_recall(base, token, {"bank_id": spec.bank_id, "query": asked[0], "max_results": 10})  # warm
             latencies, keyword, semantic = [], [], []
             for query in asked:
                 started = time.perf_counter()
                 body = http_recall(base, token, {"bank_id": spec.bank_id, "query": query, "max_results": 10,
-                                                 "include_trace": True})
+                                                 "include_trace": True, **extra})
                 latencies.append((time.perf_counter() - started) * 1000)
                 timings = (body.get("trace") or {}).get("strategy_timings_ms") or {}
                 keyword.append(float(timings.get("keyword", 0.0)))
