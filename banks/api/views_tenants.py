@@ -52,7 +52,7 @@ class DsarForgetPrincipalApi(TenantView):
         body = self.body(request, DsarForgetPrincipalRequest)
         banks = self.tenant(request, body.tenant_id)
         outcome = dsar_forget_principal(banks=banks, tenant_id=body.tenant_id, principal=body.principal,
-                                        actor=self.actor(request), reason=body.reason)
+                                        actor=self.actor(request), reason=body.reason, by=self.principal(request))
         return ok({"tenant_id": outcome.tenant_id, "principal": outcome.principal,
                    "tag_convention": outcome.tag_convention, "banks_processed": outcome.banks_processed,
                    "memories_deleted": outcome.memories_deleted, "memories_erased": outcome.memories_erased,

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from banks.access import Principal, authorize, forget_permission
 from banks.models import Bank, Memory
 from banks.services.forget import memory_forget
 from banks.services.memories import AUTHOR_KEY
@@ -47,9 +48,12 @@ def tenant_banks(tenant_id: str) -> QuerySet[Bank]:
 
 
 def dsar_forget_principal(*, banks: list[Bank], tenant_id: str, principal: str, actor: str,
-                          reason: str | None = None) -> DsarOutcome:
+                          reason: str | None = None, by: Principal | None = None) -> DsarOutcome:
     if not isinstance(principal, str) or not principal.strip():
         raise InvalidInput("String should have at least 1 character", field="principal")
+    # A compliance erase in every bank: admin on each, checked for all before any is touched.
+    for bank in banks:
+        authorize(by, bank.bank_id, forget_permission(compliance=True))
     tag = f"{TAG_PREFIX}{principal}"
     outcome = DsarOutcome(tenant_id=tenant_id, principal=principal, tag_convention=tag)
     why = reason or f"DSAR: forget principal {principal} (tenant {tenant_id})"
