@@ -133,3 +133,17 @@ def test_a_stranger_cannot_tell_a_tenant_from_none(api_for, tenant, grants):
     _same(existing, missing, "acme", "nobody")
     assert "notes" not in existing.json()["detail"] and "decisions" not in existing.json()["detail"]
     assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
+
+
+def test_the_dsar_service_refuses_a_caller_without_admin_on_every_bank(tenant):
+    from banks.access import Principal
+    from banks.services.dsar import dsar_forget_principal
+    from memoryhub.errors import AccessDenied
+
+    decisions, notes, _ = tenant
+    caller = Principal(label="token:x", grants=[("acme:decisions", frozenset({"admin"})),
+                                                 ("acme:notes", frozenset({"read", "forget"}))])
+    with pytest.raises(AccessDenied):
+        dsar_forget_principal(banks=[decisions, notes], tenant_id="acme", principal="user:alice", actor="test",
+                              by=caller)
+    assert not Memory.objects.filter(forgotten_at__isnull=False).exists()
