@@ -69,6 +69,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "keyword (BM25)": {"arms": ["keyword"], **ALONE},
     "graph": {"arms": ["graph"], **ALONE},
     "hybrid (default: context + multi-hop)": {},
+    "hybrid + context, entity hop only": {"weights": {"session": 0.0}},
+    "hybrid + context, session hop only": {"weights": {"hop": 0.0}},
     "hybrid + context, no multi-hop": {"multi_hop": False},
 }
 # On the bank without contexts: what the context stage adds, arm by arm.
