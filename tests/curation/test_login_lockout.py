@@ -65,3 +65,23 @@ def test_one_address_guessing_many_accounts_is_locked_out(operator, django_user_
     assert not _login(client, "pw-olga-123")
     other_address = Client(REMOTE_ADDR="10.0.0.9")
     assert _login(other_address, "pw-olga-123")
+
+
+def test_lockouts_counted_in_redis(django_user_model, settings):
+    """With MEMORYHUB_CACHE_URL the counts live in Redis, shared by every web process the same way."""
+    import uuid
+
+    import redis
+
+    settings.MEMORYHUB_CACHE_URL = "redis://127.0.0.1:6379/14"
+    name = f"op-{uuid.uuid4().hex[:12]}"
+    django_user_model.objects.create_user(username=name, password="pw-right-123")
+    client = Client(REMOTE_ADDR=f"10.9.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}")
+    for i in range(12):
+        _login(client, f"wrong-{i}", username=name)
+    assert not _login(client, "pw-right-123", username=name)
+    assert AuditEvent.objects.filter(action="operator.locked_out").count() == 1
+    from banks.services.login_guard import _key
+
+    redis.Redis.from_url(settings.MEMORYHUB_CACHE_URL).delete(f"memoryhub:rate:{_key('lock', name)}")
+    assert _login(client, "pw-right-123", username=name)
