@@ -100,20 +100,20 @@ def _restore(job: Job) -> None:
     """A whole-bank archive restored as a job: one transaction, so a killed restore leaves the bank empty
     and a resumed one starts again from the top."""
     path = stored_location(job.params["path"])
-    job_phase(job, "restoring")
+    dry_run = bool(job.params.get("dry_run"))
+    job_phase(job, "previewing" if dry_run else "restoring")
+    # A preview restores every row and rolls back: it counts exactly what the restore will write.
     counts = bank_archive_import(bank=_bank(job), path=path, actor=job.created_by, max_bytes=max_decompressed_bytes(),
-                                 progress=lambda lines: job_note(job, done=lines))
+                                 progress=lambda lines: job_note(job, done=lines), dry_run=dry_run)
     job_finish(job=job, counts=counts, result={"imported": counts.get("memory", 0), "skipped": 0, "errors": 0,
-                                               "format": "mhba", "counts": counts})
+                                               "format": "mhba", "counts": counts, "dry_run": dry_run})
 
 
 def _import(job: Job) -> None:
     params = job.params
     path = stored_location(params["path"])
-    if params.get("format") == "mhba" or (params.get("format") in (None, "") and is_bank_archive(path)):
-        if params.get("dry_run") or params.get("strict"):
-            raise MemoryHubError("a whole-bank archive restores all or nothing; a preview or strict run does not apply")
-        _restore(job)
+    if is_bank_archive(path, params.get("format")):
+        _restore(job)  # all or nothing by construction: strict holds; a preview rolls back
         return
     fmt, header, records = open_archive(path, params.get("format"))
     total = header.memory_count if isinstance(header.memory_count, int) else None

@@ -163,32 +163,32 @@ class ImportApi(BankApiView):
         try:
             if not source.exists():
                 raise Unprocessable(f"no archive at {source.shown}")
-            whole_bank = body.format in (None, "mhba") and is_bank_archive(source)
+            whole_bank = is_bank_archive(source, body.format)
         except PathNotAllowed as exc:
             raise refused(exc) from None
         if whole_bank:
-            if body.dry_run or body.strict:
-                raise Unprocessable("a whole-bank archive restores all or nothing; dry_run and strict do not apply")
+            # All or nothing by construction, so strict holds; a dry run restores every row and rolls back.
             # Inside a request: a file that is big, or decompresses to much, is refused before it costs the
             # worker more than the cap (a gzip bomb stops at the cap; no line longer than the line cap is held).
             cap = settings.MEMORYHUB_SYNC_TRANSFER_MAX_BYTES
             if not body.run_async:
                 _too_big_to_import(source, None, cap=cap)
-            if bank.is_never_written:
+            if bank.is_never_written and not body.dry_run:
                 bank = self.bank(request, body.bank_id, "admin", create=True)
             if body.run_async:
                 job = job_start_async(kind="import", bank=bank, actor=self.actor(request),
-                                      params={"path": str(source.path), "format": "mhba"})
+                                      params={"path": str(source.path), "format": "mhba", "dry_run": body.dry_run})
                 return ok(job_body(job), status=202)
             try:
-                counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request), max_bytes=cap)
+                counts = bank_archive_import(bank=bank, path=source, actor=self.actor(request), max_bytes=cap,
+                                             dry_run=body.dry_run)
             except ArchiveTooLarge:
                 raise TooLargeForRequest(f"{source.shown} decompresses to more than the {cap} bytes restored inside "
                                          f"a request; {ASYNC_HINT}", limit=cap) from None
             except ValueError as exc:
                 raise Unprocessable(str(exc)) from None
             return ok({"imported": counts.get("memory", 0), "skipped": 0, "errors": 0, "format": "mhba",
-                       "counts": counts})
+                       "counts": counts, "dry_run": body.dry_run})
         try:
             fmt, header, records = open_archive(source, body.format)
         except PathNotAllowed as exc:

@@ -67,6 +67,20 @@ def register_reader(name: str, reader: Reader) -> None:
     READERS[name] = reader
 
 
+# A whole-bank archive (portability.services.bank_archive): an AMA file whose header says ``mhba_version``.
+# It restores as a whole into an empty bank, never line by line: no reader here.
+WHOLE_BANK = "mhba"
+
+
+def _whole_bank(head: bytes) -> bool:
+    first = head.split(b"\n", 1)[0]
+    try:
+        header = json.loads(first.decode("utf-8-sig"))
+    except ValueError:
+        return False
+    return isinstance(header, dict) and "mhba_version" in header
+
+
 def detect_format(path: Path | Location) -> str:
     """Decide from the name and a bounded look at the start of the file or directory."""
     path = as_location(path)
@@ -82,6 +96,8 @@ def detect_format(path: Path | Location) -> str:
         head = fp.read(65536)
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"
+    if _whole_bank(head):
+        return WHOLE_BANK
     if name.endswith((".ama.jsonl", ".mhba.jsonl")):
         # Named AMA: its own header errors ("missing _ama_version", "unsupported version") are the honest answer.
         return "ama"
@@ -134,6 +150,9 @@ def open_archive(path: Path | Location, fmt: str | None = None, **options: Any
     # What a gzip archive read line by line may decompress to.
     options.setdefault("max_decompressed", max_decompressed_bytes())
     fmt = fmt or detect_format(path)
+    if fmt == WHOLE_BANK:
+        raise UnknownFormat(f"{path.name} is a whole-bank archive: it restores as a whole into an empty bank, "
+                            "not line by line (or read its memories as AMA by naming the format ama)")
     if fmt not in READERS:
         raise UnknownFormat(f"unknown format {fmt!r}; use one of: {', '.join(sorted(READERS))}")
     header, first = READERS[fmt](path, **options)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import models, transaction
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
 from banks.models import (
@@ -32,6 +33,7 @@ from banks.models import (
     Entity,
     EntityLink,
     LegalHold,
+    LifecyclePolicy,
     Memory,
     MemoryEntity,
     MemoryLink,
@@ -47,6 +49,8 @@ from memoryhub.errors import Conflict, Unprocessable
 from portability.formats.ama import AMA_VERSION, atomic_write, parse_iso
 from portability.formats.common import bounded_lines
 from portability.formats.compression import ArchiveTooLarge, open_archive_bytes
+from portability.formats.registry import WHOLE_BANK, detect_format
+from portability.models import PendingLink
 from portability.paths import Location, as_location
 
 MHBA_VERSION = 1
@@ -66,6 +70,9 @@ TABLES: list[tuple[str, type[models.Model], dict[str, tuple[type[models.Model], 
     ("mental_model_revision", MentalModelRevision, {"model_id": (MentalModel, "model_id")}),
     ("wiki_page", WikiPage, {}),
     ("legal_hold", LegalHold, {}),
+    ("lifecycle_policy", LifecyclePolicy, {}),
+    # Links an interrupted import still waits to resolve, by archive memory id.
+    ("pending_link", PendingLink, {}),
 ]
 KINDS = {kind: (model, refs) for kind, model, refs in TABLES}
 
@@ -106,8 +113,17 @@ def _dump_rows(bank: Bank, kind: str) -> Iterator[dict[str, Any]]:
         yield {name: _plain(value) for name, value in row.items()}
 
 
+def _live(row: dict[str, Any]) -> bool:
+    return row["forgotten_at"] is None and row["archived_at"] is None
+
+
 def _ama_line(row: dict[str, Any]) -> dict[str, Any]:
-    """The AMA view of a memory row (what Astrocyte reads), with the full row beside it."""
+    """The AMA view of a live memory row (what Astrocyte reads), with the full row beside it.
+
+    A forgotten or archived memory is never an AMA line: any AMA reader would store it as live and undo
+    the forget (a DSAR's too). It travels as an extension line, which only a whole-bank restore reads."""
+    if not _live(row):
+        return {"_mhba": "memory", "row": row}
     line = {"id": row["memory_id"], "text": row["text"], "fact_type": row["fact_type"], "tags": row["tags"],
             "metadata": row["metadata"], "occurred_at": row["occurred_at"], "created_at": row["created_at"],
             "retained_at": row["retained_at"], "source": row["source"], "memory_layer": row["memory_layer"]}
@@ -119,7 +135,8 @@ def bank_archive_lines(bank: Bank, counts: dict[str, int] | None = None) -> Iter
     """The archive, line by line (a file export and a download stream the same lines)."""
     counts = counts if counts is not None else {}
     header = {"_ama_version": AMA_VERSION, "bank_id": bank.bank_id, "exported_at": timezone.now().isoformat(),
-              "provider": "memoryhub", "memory_count": Memory.objects.filter(bank=bank).count(),
+              # The AMA-readable memory lines: live memories only (see _ama_line).
+              "provider": "memoryhub", "memory_count": Memory.objects.filter(bank=bank).live().count(),
               "mhba_version": MHBA_VERSION}
     yield json.dumps(header, ensure_ascii=False) + "\n"
     yield json.dumps({"_mhba": "bank", "row": {k: getattr(bank, k) for k in SETTINGS}}, ensure_ascii=False) + "\n"
@@ -153,16 +170,16 @@ def bank_archive_export(*, bank: Bank, dest: Path | Location, actor: str,
     return counts
 
 
-def is_bank_archive(path: Path | Location) -> bool:
-    path = as_location(path)
-    if path.is_dir():
-        return False
+def is_bank_archive(path: Path | Location, fmt: str | None = None) -> bool:
+    """The one test every way in (``/v1/import``, the CLI, the transfer page's jobs) asks: is this a
+    whole-bank archive to restore? Named so (``fmt`` "mhba"), or, with no format named, detected so by the
+    same detector every archive goes through (``registry.detect_format``)."""
+    if fmt:
+        return fmt == WHOLE_BANK
     try:
-        with open_archive_bytes(path, 1 << 20) as fp:
-            first = json.loads(fp.readline(1 << 20).decode("utf-8-sig") or "null")
+        return detect_format(as_location(path)) == WHOLE_BANK
     except (ValueError, OSError):
         return False
-    return isinstance(first, dict) and "mhba_version" in first
 
 
 def max_line_bytes() -> int:
@@ -197,13 +214,22 @@ def _value(field: models.Field, value: Any) -> Any:
     return value
 
 
+# What a row the archive describes wrongly raises on its way in: a 422 naming its line, never a 500.
+UNRESTORABLE = (DatabaseError, ValidationError, ValueError, TypeError)
+
+
+def _reason(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0][:300]
+
+
 class _Loader:
     """Builds rows of one table a batch at a time, turning public ids back into this database's keys."""
 
-    def __init__(self, bank: Bank) -> None:
-        self.bank = bank
+    def __init__(self, bank: Bank, name: str) -> None:
+        self.bank, self.name = bank, name
         self.keys: dict[type[models.Model], dict[str, int]] = {}
-        self.pending: dict[str, list[dict[str, Any]]] = {}
+        # Rows waiting to be written, each with the archive line it came from.
+        self.pending: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self.counts: dict[str, int] = {}
 
     def key(self, model: type[models.Model], public_id: str | None) -> int | None:
@@ -215,15 +241,34 @@ class _Loader:
             self.keys[model] = dict(_bank_rows(self.bank, model).values_list(field, "pk"))
         return self.keys[model].get(public_id)
 
-    def add(self, kind: str, row: dict[str, Any]) -> None:
-        self.pending.setdefault(kind, []).append(row)
+    def add(self, kind: str, row: Any, number: int) -> None:
+        if not isinstance(row, dict):
+            raise Unprocessable(f"line {number} of {self.name}: the {kind} row is not an object")
+        self.pending.setdefault(kind, []).append((number, row))
         if len(self.pending[kind]) >= BATCH:
             self.flush(kind)
 
     def flush(self, kind: str) -> None:
+        """Write a table's pending rows in one statement; if the database (or a value) refuses them, find
+        the first line it refuses, each row on its own savepoint, and name it (the restore then rolls back)."""
         rows = self.pending.pop(kind, [])
         if not rows:
             return
+        try:
+            with transaction.atomic():
+                self._write(kind, [row for _, row in rows])
+        except UNRESTORABLE:
+            for number, row in rows:
+                try:
+                    with transaction.atomic():
+                        self._write(kind, [row])
+                except UNRESTORABLE as exc:
+                    raise Unprocessable(f"line {number} of {self.name}: the {kind} row cannot be restored: "
+                                        f"{_reason(exc)}") from None
+            raise
+        self.counts[kind] = self.counts.get(kind, 0) + len(rows)
+
+    def _write(self, kind: str, rows: list[dict[str, Any]]) -> None:
         model, refs = KINDS[kind]
         fields = _columns(model)
         stamped = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
@@ -243,7 +288,6 @@ class _Loader:
                 values[f.attname] = values.get(f.attname) or now
             objects.append(model(**values))
         _insert_raw(model, objects)
-        self.counts[kind] = self.counts.get(kind, 0) + len(objects)
         self.keys.pop(model, None)
 
 
@@ -263,54 +307,87 @@ def _insert_raw(model: type[models.Model], objects: list[models.Model]) -> None:
             obj.pk = row[0]
 
 
+class _DryRun(Exception):
+    """Rolls a preview's restore back once every row was written and counted."""
+
+
 def bank_archive_import(*, bank: Bank, path: Path | Location, actor: str, max_bytes: int,
-                        progress: Callable[[int], None] | None = None) -> dict[str, int]:
+                        progress: Callable[[int], None] | None = None, dry_run: bool = False) -> dict[str, int]:
     """Restore a whole-bank archive into ``bank``, which must hold nothing yet (a restore is exact or refused).
 
     Reads at most ``max_bytes`` (decompressed; ``ArchiveTooLarge`` past it, nothing restored).
     ``progress(lines)`` every ``BATCH`` lines: it must not use the database (it runs inside the
-    restore's transaction; a job's note does not)."""
+    restore's transaction; a job's note does not). A row the database refuses is a 422 naming its line.
+    ``dry_run`` restores every row and rolls back: a preview counts exactly what the restore will."""
     if Memory.objects.filter(bank=bank).exists() or MentalModel.objects.filter(bank=bank).exists():
         raise Conflict(f"bank {bank.bank_id} is not empty; a whole-bank archive restores into an empty bank")
-    loader = _Loader(bank)
-    merged: list[tuple[str, str]] = []
-    with transaction.atomic():
-        audit_record(actor=actor, action="bank.import.start", bank=bank, details={"format": "mhba",
-                                                                                  "path": str(as_location(path).path)})
-        order = [kind for kind, _, _ in TABLES]
-        current = 0
-        for number, data in _lines(path, max_bytes):
-            if progress is not None and number % BATCH == 0:
-                progress(number)
-            if number == 1:
-                if data.get("mhba_version") != MHBA_VERSION:
-                    raise Unprocessable(f"{path.name} is not a version {MHBA_VERSION} whole-bank archive")
-                continue
-            kind = data.get("_mhba")
-            if kind == "bank":
-                settings = {k: v for k, v in (data.get("row") or {}).items() if k in SETTINGS}
-                Bank.objects.filter(pk=bank.pk).update(**settings)
-                continue
-            if kind is None and "id" in data and "text" in data:
-                kind, row = "memory", {**data.get("_mhba_row", {}), "memory_id": data["id"], "text": data["text"]}
-                if row.get("merged_into_id"):
-                    merged.append((row["memory_id"], row["merged_into_id"]))
-            elif kind in KINDS:
-                row = data.get("row") or {}
-            else:
-                raise Unprocessable(f"line {number} of {path.name}: unknown record kind {kind!r}")
-            position = order.index(kind)
-            # A table is complete once a later one starts: write what is pending before its children need it.
-            while current < position:
-                loader.flush(order[current])
-                current += 1
-            loader.add(kind, row)
-        for kind in order:
-            loader.flush(kind)
-        # One statement for every merge of the bank, not one per merged memory.
-        rows_merged_into_set(bank.pk, merged)
-        # The counters are derived from the mentions restored, not taken on the archive's word.
-        mentions_recount(bank.pk)
-        audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba",
-                                                                            "counts": loader.counts})
+    where = as_location(path)
+    loader = _Loader(bank, where.name)
+    try:
+        with transaction.atomic():
+            if bank.is_never_written and dry_run:
+                # A preview of a restore into a bank not made yet: made here, and rolled back with the rows.
+                from banks.services.banks import bank_create
+
+                loader.bank = bank_create(bank_id=bank.bank_id, actor=actor, get_existing=True)
+            _restore(loader, where, actor, max_bytes, progress)
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
     return loader.counts
+
+
+def _restore(loader: _Loader, path: Location, actor: str, max_bytes: int,
+             progress: Callable[[int], None] | None) -> None:
+    bank = loader.bank
+    merged: list[tuple[str, str]] = []
+    audit_record(actor=actor, action="bank.import.start", bank=bank, details={"format": "mhba",
+                                                                              "path": str(path.path)})
+    order = [kind for kind, _, _ in TABLES]
+    current = 0
+    for number, data in _lines(path, max_bytes):
+        if progress is not None and number % BATCH == 0:
+            progress(number)
+        if number == 1:
+            if data.get("mhba_version") != MHBA_VERSION:
+                raise Unprocessable(f"{path.name} is not a version {MHBA_VERSION} whole-bank archive")
+            continue
+        kind, row = data.get("_mhba"), None
+        if kind == "bank":
+            _settings(bank, data.get("row"), number, path.name)
+            continue
+        if kind is None and "id" in data and "text" in data:
+            extra = data.get("_mhba_row", {})
+            if not isinstance(extra, dict):
+                raise Unprocessable(f"line {number} of {path.name}: _mhba_row is not an object")
+            kind, row = "memory", {**extra, "memory_id": data["id"], "text": data["text"]}
+        elif isinstance(kind, str) and kind in KINDS:
+            row = data.get("row")
+        else:
+            raise Unprocessable(f"line {number} of {path.name}: unknown record kind {kind!r}")
+        if kind == "memory" and isinstance(row, dict) and row.get("merged_into_id"):
+            merged.append((str(row.get("memory_id")), str(row["merged_into_id"])))
+        position = order.index(kind)
+        # A table is complete once a later one starts: write what is pending before its children need it.
+        while current < position:
+            loader.flush(order[current])
+            current += 1
+        loader.add(kind, row, number)
+    for kind in order:
+        loader.flush(kind)
+    # One statement for every merge of the bank, not one per merged memory.
+    rows_merged_into_set(bank.pk, merged)
+    # The counters are derived from the mentions restored, not taken on the archive's word.
+    mentions_recount(bank.pk)
+    audit_record(actor=actor, action="bank.import", bank=bank, details={"format": "mhba", "counts": loader.counts})
+
+
+def _settings(bank: Bank, row: Any, number: int, name: str) -> None:
+    if not isinstance(row, dict):
+        raise Unprocessable(f"line {number} of {name}: the bank row is not an object")
+    try:
+        with transaction.atomic():
+            Bank.objects.filter(pk=bank.pk).update(**{k: v for k, v in row.items() if k in SETTINGS})
+    except UNRESTORABLE as exc:
+        raise Unprocessable(f"line {number} of {name}: the bank's settings cannot be restored: {_reason(exc)}") from None

@@ -7,7 +7,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from banks.models import Bank
 from memoryhub.errors import MemoryHubError
 from portability.formats.ama import AmaHeaderError
-from portability.formats.registry import READERS, UnknownFormat, max_decompressed_bytes, open_archive
+from portability.formats.registry import (
+    READERS,
+    WHOLE_BANK,
+    UnknownFormat,
+    max_decompressed_bytes,
+    open_archive,
+)
 from portability.management.commands._cli import ProgressBar, cli_bank, cli_path
 from portability.paths import Location, PathNotAllowed
 from portability.services import archive_import
@@ -21,7 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--bank", required=True)
         parser.add_argument("--input", required=True)
         parser.add_argument("--on-conflict", choices=["skip", "overwrite", "error"], default="skip")
-        parser.add_argument("--format", choices=sorted(READERS), default=None)
+        # mhba: a whole-bank archive (detected like every other format when --format is left out).
+        parser.add_argument("--format", choices=sorted([*READERS, WHOLE_BANK]), default=None)
         parser.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
         parser.add_argument("--strict", action="store_true", help="write nothing if any line is bad")
         # Importing creates a missing bank, as Astrocyte's import does; the flag is kept for old scripts.
@@ -33,7 +40,7 @@ class Command(BaseCommand):
         try:
             if not source.exists():
                 raise CommandError(f"No archive at {source.path}.")
-            whole_bank = options["format"] in (None, "mhba") and is_bank_archive(source)
+            whole_bank = is_bank_archive(source, options["format"])
         except (PathNotAllowed, OSError) as exc:
             raise CommandError(str(exc) if isinstance(exc, PathNotAllowed) else f"{source.path}: {exc.strerror}") from None
         if whole_bank:
@@ -62,14 +69,15 @@ class Command(BaseCommand):
             raise CommandError(f"{failed} line(s) were not imported (see above)")
 
     def _restore(self, source: Location, options: dict[str, Any]) -> None:
-        if options["dry_run"] or options["strict"]:
-            raise CommandError("a whole-bank archive restores all or nothing; --dry-run and --strict do not apply")
-        bank = cli_bank(options["bank"], create=True)
+        # All or nothing by construction (--strict holds); --dry-run restores every row and rolls back.
+        dry_run = options["dry_run"]
+        bank = cli_bank(options["bank"], create=not dry_run, empty_if_missing=dry_run)
         try:
-            counts = bank_archive_import(bank=bank, path=source, actor="cli", max_bytes=max_decompressed_bytes())
+            counts = bank_archive_import(bank=bank, path=source, actor="cli", max_bytes=max_decompressed_bytes(),
+                                         dry_run=dry_run)
         except (MemoryHubError, ValueError, OSError) as exc:
             raise CommandError(getattr(exc, "message", None) or str(exc)) from None
-        self.stdout.write(f"restored the whole bank into {bank.bank_id}: "
+        self.stdout.write(f"{'would restore' if dry_run else 'restored'} the whole bank into {bank.bank_id}: "
                           + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
 
     def _run(self, bank: Bank, fmt: str, header: Any, records: Any, name: str, options: dict[str, Any]) -> Any:
