@@ -45,3 +45,26 @@ def test_a_bank_broken_by_an_old_row_is_repaired(api, bank, column, value):
     again = io.StringIO()
     call_command("check_banks", stdout=again)
     assert "no stored time out of range" in again.getvalue()
+
+
+def test_mention_counts_that_drifted_are_counted_again(bank):
+    from banks.models import Entity
+    from tests.factories import make_memory
+
+    make_memory(bank, "Ines wrote the report.", entities=["Ines"])
+    make_memory(bank, "Ines sent the report.", entities=["Ines"])
+    # What an overwrite or an erase used to leave behind.
+    Entity.objects.filter(bank=bank, entity_id="ines").update(mention_count=4)
+
+    dry = io.StringIO()
+    call_command("check_banks", "--dry-run", stdout=dry)
+    assert "would repair 1 × entity mention count in bank(s) user-alice (1)" in dry.getvalue()
+    assert Entity.objects.get(bank=bank, entity_id="ines").mention_count == 4
+
+    out = io.StringIO()
+    call_command("check_banks", stdout=out)
+    assert "repaired 1 × entity mention count" in out.getvalue()
+    assert Entity.objects.get(bank=bank, entity_id="ines").mention_count == 2
+    again = io.StringIO()
+    call_command("check_banks", stdout=again)
+    assert "Every entity's mention count matches its mentions." in again.getvalue()

@@ -118,14 +118,25 @@ def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str]
     return found, linked
 
 
-def mentions_recount(bank_pk: int) -> int:
+_RECOUNT = ("FROM (SELECT e2.id, count(me.id) AS n FROM banks_entity e2 LEFT JOIN banks_memoryentity me "
+            "ON me.entity_id = e2.id WHERE e2.bank_id = %s GROUP BY e2.id) c")
+
+
+def mentions_recount(bank_pk: int, *, dry_run: bool = False) -> int:
     """Set every entity's count of a bank from its mention rows (a whole bank restored from an archive,
-    whose counts are the archive's word); returns how many entities were off."""
+    whose counts are the archive's word; counts that drifted before this package owned them); returns
+    how many entities were off. Needs a transaction: the bank's entity rows are locked first, in id
+    order, so a writer's mention either committed before the count (and is counted) or moves the count
+    after it."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE banks_entity e SET mention_count = c.n FROM (SELECT e2.id, count(me.id) AS n "
-            "FROM banks_entity e2 LEFT JOIN banks_memoryentity me ON me.entity_id = e2.id "
-            "WHERE e2.bank_id = %s GROUP BY e2.id) c WHERE e.id = c.id AND e.mention_count <> c.n", [bank_pk])
+        if dry_run:
+            # Vetted: _RECOUNT is a module constant; the bank is a parameter.
+            cursor.execute(f"SELECT count(*) FROM banks_entity e JOIN (SELECT c.id, c.n {_RECOUNT}) k "  # noqa: S608
+                           "ON k.id = e.id WHERE e.mention_count <> k.n", [bank_pk])
+            return int(cursor.fetchone()[0])
+        cursor.execute("SELECT id FROM banks_entity WHERE bank_id = %s ORDER BY id FOR NO KEY UPDATE", [bank_pk])
+        cursor.execute(f"UPDATE banks_entity e SET mention_count = c.n {_RECOUNT} "  # noqa: S608
+                       "WHERE e.id = c.id AND e.mention_count <> c.n", [bank_pk])
         return int(cursor.rowcount)
 
 
