@@ -14,6 +14,7 @@ from banks.services.bank_removal import bank_hide, bank_removal_start, bank_remo
 from banks.services.holds import ensure_not_held
 from banks.services.text_search import search_language_apply
 from banks.text_search import bank_language, check_language
+from banks.turn_context import check_context_turns
 from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_bank_id, check_storable
 
@@ -67,9 +68,12 @@ def check_recall_switches(config: dict[str, Any]) -> None:
     """A recall switch the bank sets (``config["recall"]["include_directives"]``) must be true or false:
     a typo would otherwise silently keep the default."""
     recall = config.get("recall")
-    if isinstance(recall, dict) and "include_directives" in recall and not isinstance(
-            recall["include_directives"], bool):
-        raise InvalidInput("must be true or false", field="config.recall.include_directives")
+    for switch in ("include_directives", "multi_hop"):
+        if isinstance(recall, dict) and switch in recall and not isinstance(recall[switch], bool):
+            raise InvalidInput("must be true or false", field=f"config.recall.{switch}")
+    problem = check_context_turns(config)  # the conversation-context window (banks.turn_context)
+    if problem:
+        raise InvalidInput(problem, field="config.recall.context_turns")
 
 
 def bank_update(*, bank: Bank, actor: str, by: Principal | None = None, **changes: Any) -> Bank:

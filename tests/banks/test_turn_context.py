@@ -158,3 +158,12 @@ def test_the_api_returns_the_clients_text_and_shows_the_context_only_in_the_trac
     assert "What did the vet say?" in ranks[reply.memory_id]["context"]
     stored = Memory.objects.get(pk=reply.pk)
     assert stored.text == "Two more kilos, she said." and "What did the vet say?" in (stored.context or "")
+
+
+@pytestmark_db
+def test_a_bad_context_window_is_refused_with_its_field(api):
+    response = api.patch("/v1/banks/user-alice", {"config": {"recall": {"context_turns": 9}}})
+    assert response.status_code == 400
+    assert "config.recall.context_turns" in response.content.decode() and "0 to 5" in response.content.decode()
+    assert api.patch("/v1/banks/user-alice", {"config": {"recall": {"multi_hop": "no"}}}).status_code == 400
+    assert api.patch("/v1/banks/user-alice", {"config": {"recall": {"context_turns": 2}}}).status_code == 200
