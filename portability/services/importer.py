@@ -110,10 +110,10 @@ def _stored(bank: Bank, memory_ids: list[str], hashes: list[str]) -> tuple[dict[
     Each list goes as one array parameter: a thousand-item IN list cost more Python to bind than the
     query cost PostgreSQL."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, memory_id, content_hash FROM banks_memory WHERE bank_id = %s "
-                       "AND memory_id = ANY(%s::varchar[])", [bank.pk, memory_ids])
-        existing = {memory_id: {"pk": pk, "memory_id": memory_id, "content_hash": digest}
-                    for pk, memory_id, digest in cursor.fetchall()}
+        cursor.execute("SELECT id, memory_id, content_hash, forgotten_at IS NOT NULL FROM banks_memory "
+                       "WHERE bank_id = %s AND memory_id = ANY(%s::varchar[])", [bank.pk, memory_ids])
+        existing = {memory_id: {"pk": pk, "memory_id": memory_id, "content_hash": digest, "tombstone": tombstone}
+                    for pk, memory_id, digest, tombstone in cursor.fetchall()}
         cursor.execute("SELECT content_hash, memory_id FROM banks_memory WHERE bank_id = %s "
                        "AND content_hash = ANY(%s::varchar[]) AND archived_at IS NULL AND forgotten_at IS NULL",
                        [bank.pk, hashes])
@@ -231,6 +231,10 @@ class _Importer:
                     continue
                 if self.on_conflict == "error" or memory_id not in existing:
                     report.note(record.position, f"memory_id '{memory_id}' already exists")
+                    continue
+                if existing[memory_id]["tombstone"]:
+                    # Forgotten (or erased) on purpose: an archive does not bring its text back.
+                    report.note(record.position, f"memory '{memory_id}' was forgotten: a tombstone is not overwritten")
                     continue
                 holder = live_hashes.get(digest) or batch_hashes.get(digest)
                 if holder and holder != memory_id:
@@ -375,7 +379,8 @@ class _Importer:
                     overwritten.append(pk)
                     outcome.overwritten += 1
                 else:
-                    outcome.refused.append((record.position, "its content is already stored under another memory"))
+                    outcome.refused.append((record.position, "not overwritten: another memory holds its content, "
+                                                             "or it was forgotten meanwhile"))
             # The overwritten rows' old mentions go, the batch's mentions come, and every count moves in
             # one pass over the entity rows in id order.
             deltas = Counter(mentions_take(overwritten))

@@ -136,15 +136,16 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
 # --- edits ------------------------------------------------------------------------------------------
 
 def row_overwrite(bank: Bank, pk: int, values: dict[str, Any], *, mentions: bool = True) -> bool:
-    """Replace the row ``pk`` of ``bank`` with ``values`` (an import's overwrite: the row comes back
-    live). Its mentions and near-duplicate pairs went with the old text (counters moved); the caller
+    """Replace the row ``pk`` of ``bank`` with ``values`` (an import's overwrite: an archived row comes
+    back live; a tombstone is refused). Its mentions and near-duplicate pairs went with the old text (counters moved); the caller
     attaches the new ones. With ``mentions`` False the caller takes the old mentions itself
     (``mentions_take``, counted with the new ones in one pass). False, and nothing written, when another
     live row holds the new text."""
     try:
         with transaction.atomic():
-            written = Memory.objects.filter(pk=pk, bank_id=bank.pk).update(
-                **values, archived_at=None, forgotten_at=None)
+            # Never a tombstone: what was forgotten (or erased) stays so.
+            written = Memory.objects.filter(pk=pk, bank_id=bank.pk, forgotten_at__isnull=True).update(
+                **values, archived_at=None)
             if not written:
                 return False
             if mentions:

@@ -154,3 +154,15 @@ def test_an_import_batch_that_loses_twice_is_a_conflict_to_retry(monkeypatch):
         make_import(bank, [("r-1", "Gina owns the boat.", ["Gina"])])
     assert refused.value.status == 409
     assert not Memory.objects.filter(bank=bank).exists()
+
+
+def test_an_import_never_overwrites_an_erased_memory():
+    bank = make_bank("no-revival")
+    make_import(bank, [("m-1", "Jon's address is 12 Harbour Road.", ["Jon"])])
+    memory_forget(bank=bank, actor="test", memory_ids=["m-1"], erase=True, reason="erasure request")
+    report = make_import(bank, [("m-1", "Jon's address is 12 Harbour Road.", ["Jon"])], on_conflict="overwrite")
+    assert report.overwritten == 0 and report.conflicts == 1
+    assert "tombstone" in report.errors[0]["reason"]
+    erased = Memory.objects.get(bank=bank, memory_id="m-1")
+    assert erased.text == "" and erased.forgotten_at is not None
+    assert row_invariant_breaks() == {}
