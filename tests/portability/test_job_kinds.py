@@ -166,3 +166,17 @@ def test_a_job_stuck_in_a_statement_is_stopped_and_its_transaction_ended(make_ba
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state <> 'idle'", [outcome["pid"]])
         assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db
+def test_the_job_page_says_what_a_running_job_does_and_what_it_means_meanwhile(make_bank, client, admin_user):
+    bank = make_bank("user-alice")
+    job = job_create(kind="import", actor="t", bank=bank)
+    Job.objects.filter(pk=job.pk).update(state="running", phase="building index", heartbeat_at=timezone.now(),
+                                         progress_done=20_000, progress_total=20_000)
+    client.force_login(admin_user)
+    page = client.get(f"/banks/user-alice/jobs/{job.pk}/").content.decode()
+    assert '<strong class="job-phase">building index</strong>' in page
+    assert "semantic search on this bank is exact" in page
+    overview = client.get("/banks/user-alice/").content.decode()
+    assert '<span class="job-phase">building index</span>' in overview
