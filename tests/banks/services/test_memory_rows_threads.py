@@ -55,10 +55,10 @@ def test_a_deadlock_is_a_conflict_to_retry_not_an_unavailable_database():
 
     def lock(i: int) -> None:
         mine, theirs = (first, second) if i == 0 else (second, first)
-        with transaction.atomic():
-            Memory.objects.select_for_update().get(pk=mine.pk)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM banks_memory WHERE id = %s FOR UPDATE", [mine.pk])
             both_hold.wait(timeout=30)
-            Memory.objects.select_for_update().get(pk=theirs.pk)
+            cursor.execute("SELECT 1 FROM banks_memory WHERE id = %s FOR UPDATE", [theirs.pk])
 
     _, errors = run_in_threads(2, lock)
     lost = [e for e in errors if e is not None]
