@@ -206,8 +206,8 @@ class ImportApi(BankApiView):
                 "path": str(source.path), "format": fmt, "on_conflict": body.on_conflict, "dry_run": body.dry_run,
                 "strict": body.strict})
             return ok(job_body(job), status=202)
-        _too_big_to_import(source, header.memory_count if isinstance(header.memory_count, int) else None)
         try:
+            _too_big_to_import(source, header.memory_count if isinstance(header.memory_count, int) else None)
             report = archive_import(bank=bank, records=records, actor=self.actor(request),
                                     on_conflict=body.on_conflict, dry_run=body.dry_run, strict=body.strict,
                                     source_label=f"import:{fmt}:{header.provider or source.name}",

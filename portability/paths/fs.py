@@ -103,11 +103,21 @@ class Location:
             return fp.read()
 
     def stat(self) -> os.stat_result:
-        fd = open_file_fd(self)
+        """The file's or folder's own status (a symlink is refused, never followed)."""
+        if not self.parts:
+            fd = _open_root(self.root)
+            try:
+                return os.fstat(fd)
+            finally:
+                os.close(fd)
         try:
-            return os.fstat(fd)
-        finally:
-            os.close(fd)
+            with opened_dir(self.parent) as parent:
+                info = os.stat(self.name, dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            raise _refuse(exc, self) from None
+        if stat.S_ISLNK(info.st_mode):
+            raise PathNotAllowed(f"{self.shown} is a symlink; symlinks are not followed", "symlink")
+        return info
 
 
 def _refuse(exc: OSError, where: Location) -> PathNotAllowed:
