@@ -9,9 +9,11 @@ to be resumed gets no such job: the import fills and builds when it ends.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 
 from django.db.models import Q
+from django.utils import timezone
 
 from banks.models import Bank, Job, JobState
 from banks.services.jobs import job_create, job_enqueue, job_phase, job_progress
@@ -19,12 +21,15 @@ from banks.services.vector_indexes import bank_vector_index_complete, bank_vecto
 from memoryhub.queue import send_task
 
 KIND = "vector_index"
+RETRY_AFTER = timedelta(hours=1)
 
 
 def _busy(bank: Bank) -> bool:
     unfinished = Q(state__in=[JobState.QUEUED, JobState.RUNNING])
     to_resume = Q(state=JobState.FAILED, kind="import", result__resumable=True, resumed_by__isnull=True)
-    return Job.objects.filter(Q(kind__in=[KIND, "import", "reembed"]) & unfinished | to_resume,
+    # One that failed lately is not queued again every sweep: an operator reads why on its page first.
+    failed_lately = Q(kind=KIND, state=JobState.FAILED, finished_at__gte=timezone.now() - RETRY_AFTER)
+    return Job.objects.filter(Q(kind__in=[KIND, "import", "reembed"]) & unfinished | to_resume | failed_lately,
                               bank=bank).exists()
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import timedelta
 
 import pytest
+from django.utils.timezone import now as timezone_now
 
 from banks.models import Bank, Job, Memory
 from banks.services.jobs import job_create
@@ -121,8 +123,6 @@ def test_the_sweep_has_a_queue_of_its_own():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sweep_builds_no_index_and_leaves_a_killed_imports_to_its_resume(make_bank):
-    from datetime import timedelta
-
     from django.utils import timezone
 
     from portability.services.job_health import jobs_sweep
@@ -142,3 +142,16 @@ def test_the_sweep_builds_no_index_and_leaves_a_killed_imports_to_its_resume(mak
     Job.objects.filter(pk=dead.pk).update(state="succeeded")
     assert jobs_sweep()["vector_index_jobs"] == 1
     assert Job.objects.filter(kind="vector_index", bank=bank).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_index_completion_is_not_queued_again_every_sweep(make_bank):
+    from portability.services.job_health import jobs_sweep
+
+    bank = make_bank("user-alice")
+    Bank.objects.filter(pk=bank.pk).update(own_vector_index=True)
+    failed = job_create(kind="vector_index", actor="system:sweep", bank=bank)
+    Job.objects.filter(pk=failed.pk).update(state="failed", finished_at=timezone_now(), message="boom")
+    assert jobs_sweep()["vector_index_jobs"] == 0
+    Job.objects.filter(pk=failed.pk).update(finished_at=timezone_now() - timedelta(hours=2))
+    assert jobs_sweep()["vector_index_jobs"] == 1
