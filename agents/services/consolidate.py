@@ -17,7 +17,7 @@ from django.db import connection
 from banks.models import Bank, Memory
 from banks.services.audit import audit_record
 from banks.services.consolidation import observations_consolidate
-from banks.services.memories import memories_archive, nearest_live_memory
+from banks.services.memories import memories_archive, near_duplicate_of
 from banks.services.merge import memory_merge
 
 MIN_MEANINGFUL_CHARS = 3
@@ -54,9 +54,11 @@ def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) ->
         for memory in live.filter(embedding_dims__isnull=False).order_by("retained_at")[:MAX_SCANNED]:
             if memory.pk in merged_away or memory.embedding is None:
                 continue
-            nearest = nearest_live_memory(bank, [float(x) for x in memory.embedding], memory.embedding_dims or 0,
-                                          exclude_pk=memory.pk, model=memory.embedding_model or None)
-            if nearest and nearest[1] >= bank.dedup_threshold:
+            # Similar is not enough: another person's look-alike fact is never merged (banks.duplicate_rule).
+            nearest = near_duplicate_of(bank, memory.text, [float(x) for x in memory.embedding],
+                                        memory.embedding_dims or 0, threshold=bank.dedup_threshold,
+                                        exclude_pk=memory.pk, model=memory.embedding_model or None)
+            if nearest:
                 other = Memory.objects.live().filter(bank=bank, memory_id=nearest[0]).first()
                 if other is None or other.pk in merged_away:
                     continue

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from banks.duplicate_rule import same_fact
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import cosine
-from banks.services.memories import memory_retain, nearest_live_memory
+from banks.services.memories import memory_retain, near_duplicate_of
 
 DEFAULTS = {"enabled": True, "importance_threshold": 0.4, "max_facts_per_turn": 3, "dedup_threshold": 0.85}
 CATEGORIES = {"preference": "user_preference", "fact": "knowledge", "plan": "goal", "instruction": "correction"}
@@ -50,11 +51,12 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
     kept = kept[: int(settings["max_facts_per_turn"])]
     embedder = bank_embedder(bank)
     threshold = float(settings["dedup_threshold"])
-    accepted: list[list[float]] = []
+    accepted: list[tuple[str, list[float]]] = []
     for fact in kept:
         vector = embedder.embed([fact.text])[0]
-        nearest = nearest_live_memory(bank, vector, embedder.dimensions, model=embedder.name)
-        if (nearest and nearest[1] >= threshold) or any(cosine(vector, v) >= threshold for v in accepted):
+        nearest = near_duplicate_of(bank, fact.text, vector, embedder.dimensions, threshold=threshold,
+                                    model=embedder.name)
+        if nearest or any(cosine(vector, v) >= threshold and same_fact(fact.text, t) for t, v in accepted):
             outcome.duplicates += 1
             continue
         category = CATEGORIES.get(fact.category, fact.category)
@@ -66,7 +68,7 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
                                author=actor)
         if result.stored:
             outcome.stored.append(result.memory_id or "")
-            accepted.append(vector)
+            accepted.append((fact.text, vector))
         else:
             outcome.duplicates += 1
     return outcome

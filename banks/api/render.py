@@ -25,6 +25,7 @@ def retain_result(outcome: RetainOutcome) -> dict[str, Any]:
         "curated": False,
         "memory_layer": outcome.memory.memory_layer if outcome.memory else None,
         "duplicate_of": outcome.duplicate_of,
+        "duplicate_text": outcome.duplicate_text,
         "similarity": outcome.similarity,
     }
 

@@ -17,6 +17,7 @@ class RetainResult(BaseModel):
     curated: bool
     memory_layer: str | None
     duplicate_of: str | None = None
+    duplicate_text: str | None = None
     similarity: float | None = None
 
 

@@ -27,6 +27,9 @@ class RetainRequest(WireModel):
     fact_type: str | None = Field(default=None, min_length=1, max_length=64)
     memory_layer: str | None = Field(default=None, max_length=64)
     entities: list[dict[str, Any]] | None = None
+    # Store the text even when a memory of the bank is a near-duplicate of it (the same text twice is
+    # still refused).
+    allow_duplicate: bool = False
 
 
 class TimeRange(WireModel):

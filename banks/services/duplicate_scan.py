@@ -21,6 +21,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from banks.duplicate_rule import same_fact
 from banks.models import Bank, DuplicatePair, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.selectors.neighbours import near_duplicate_threshold
@@ -32,7 +33,12 @@ from memoryhub.queue import send_task
 KIND = "duplicates"
 BATCH = 200
 NEIGHBOURS = 5  # per memory: a cluster bigger than this is still joined through its members' pairs
+# Neighbours read per memory before the rule drops look-alikes naming other things, so that a text's
+# true duplicates are not crowded out by other people's look-alike facts.
+LOOKED_AT = 20
 DELETE_CHUNK = 5000
+# Which pair rule a scan applied: pairs now need the same names and numbers (banks.duplicate_rule).
+RULE = "same-names-numbers-1"
 
 
 @dataclass
@@ -48,7 +54,7 @@ class ScanOutcome:
     def result(self) -> dict[str, Any]:
         return {"scanned": self.scanned, "pairs": self.pairs, "full": self.full, "threshold": self.threshold,
                 "through_pk": self.through_pk, "started_at": self.started_at.isoformat(),
-                "embedding_model": self.embedding_model}
+                "embedding_model": self.embedding_model, "rule": RULE}
 
 
 def duplicates_scan_start(*, bank: Bank, actor: str, threshold: Any = None, full: bool = False) -> Job:
@@ -101,8 +107,9 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
     model = bank_embedder(bank).name
     # Incremental only on top of a scan as wide (threshold) and of the same vectors: a re-embed
     # changes every similarity without touching updated_at, so it makes the next scan a full one.
+    # A scan stored before pairs had to name the same things (``rule``) is not built upon either.
     incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold
-                   and before.get("embedding_model") == model)
+                   and before.get("embedding_model") == model and before.get("rule") == RULE)
     # The newest primary key of the whole table (one step down the primary key): rows above it are new
     # since this scan, whatever their bank.
     through_pk = Memory.objects.aggregate(top=Max("pk"))["top"] or 0
@@ -145,29 +152,37 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
 
 
 def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> list[tuple[int, int, float]]:
-    """(memory pk, neighbour pk, similarity) for each memory's nearest live neighbours above ``threshold``,
-    leaving out the pairs an operator marked as not duplicates."""
+    """(memory pk, neighbour pk, similarity) for each memory's nearest live neighbours above ``threshold``
+    that state the same fact, leaving out the pairs an operator marked as not duplicates."""
     distance = distance_sql(dims, column="m.embedding", param="q.embedding")
     # Vetted: {distance} and the dimension are int-cast (distance_sql); every value is a parameter.
     sql = (
         "SELECT q.id, n.id, n.similarity, "  # noqa: S608
-        "COALESCE(q.metadata->'_not_duplicate_of', '[]'::jsonb) ? n.memory_id "
+        "COALESCE(q.metadata->'_not_duplicate_of', '[]'::jsonb) ? n.memory_id, q.text, n.text "
         "FROM banks_memory q CROSS JOIN LATERAL ("
-        f"  SELECT m.id, m.memory_id, 1 - {distance} AS similarity FROM banks_memory m"
+        f"  SELECT m.id, m.memory_id, m.text, 1 - {distance} AS similarity FROM banks_memory m"
         f"  WHERE m.bank_id = %s AND m.embedding_dims = {int(dims)} AND m.embedding_model = q.embedding_model"
         "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
         # The clause that matches the HNSW index holding this bank's rows (shared, or the bank's own).
         f"   AND {vector_scope(bank.pk, 'm')}"
         f"  ORDER BY {distance} LIMIT %s"
-        ") n WHERE q.id = ANY(%s) AND q.bank_id = %s"
+        ") n WHERE q.id = ANY(%s) AND q.bank_id = %s ORDER BY q.id, n.similarity DESC"
     )
     with connection.cursor() as cursor:
         # Keep walking the shared graph until this bank's neighbours turn up (see banks.vectors).
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, NEIGHBOURS * 8)])
-        cursor.execute(sql, [bank.pk, NEIGHBOURS, pks, bank.pk])
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, LOOKED_AT * 2)])
+        cursor.execute(sql, [bank.pk, LOOKED_AT, pks, bank.pk])
         rows = cursor.fetchall()
-    return [(a, b, round(float(s), 4)) for a, b, s, dismissed in rows if not dismissed and float(s) >= threshold]
+    # Look-alikes that name other people, places, amounts or dates are not pairs (banks.duplicate_rule).
+    kept: dict[int, int] = {}
+    pairs = []
+    for a, b, s, dismissed, text_a, text_b in rows:
+        if dismissed or float(s) < threshold or kept.get(a, 0) >= NEIGHBOURS or not same_fact(text_a, text_b):
+            continue
+        kept[a] = kept.get(a, 0) + 1
+        pairs.append((a, b, round(float(s), 4)))
+    return pairs
 
 
 def _forget_pairs(bank: Bank) -> None:

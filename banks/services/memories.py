@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
+from banks.duplicate_rule import same_fact
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.services.audit import audit_record
@@ -44,6 +45,7 @@ class RetainOutcome:
     memory_id: str | None = None
     deduplicated: bool = False
     duplicate_of: str | None = None
+    duplicate_text: str | None = None  # the existing memory's text, when the retain was refused
     similarity: float | None = None
     error: str | None = None
     retention_action: str | None = None
@@ -113,10 +115,36 @@ def stamp_author(metadata: dict[str, Any] | None, author: str | None) -> dict[st
 NEAR_LOOK_LIMIT = 40
 
 
+# How many of the nearest memories a retain weighs: the nearest may be another person's look-alike
+# report (see banks.duplicate_rule) while the next one is the same fact.
+NEAR_CANDIDATES = 5
+
+
 def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
                         own_index: bool | None = None, prepared: bool = False,
                         model: str | None = None) -> tuple[str, float] | None:
-    """The most similar live memory of the bank and its cosine similarity.
+    """The most similar live memory of the bank and its cosine similarity (see ``nearest_live_memories``)."""
+    rows = nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, own_index=own_index,
+                                 prepared=prepared, model=model, count=1)
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+def near_duplicate_of(bank: Bank, text: str, vector: list[float], dims: int, *, threshold: float,
+                      exclude_pk: int | None = None, model: str | None = None) -> tuple[str, float, str] | None:
+    """The live memory ``text`` would repeat: the nearest at or above ``threshold`` that also names the same
+    names and numbers (banks.duplicate_rule); (memory id, similarity, text), or None."""
+    for candidate in nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, model=model):
+        if candidate[1] < threshold:
+            return None
+        if same_fact(text, candidate[2]):
+            return candidate
+    return None
+
+
+def nearest_live_memories(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
+                          own_index: bool | None = None, prepared: bool = False, model: str | None = None,
+                          count: int = NEAR_CANDIDATES) -> list[tuple[str, float, str]]:
+    """The ``count`` most similar live memories of the bank: (memory id, cosine similarity, text).
 
     ``own_index``: where the bank's rows are indexed (see ``vector_scope``), as the caller read it
     (default: the bank as loaded). ``prepared`` (see ``nearest_rows``) lets a caller holding a lock
@@ -126,12 +154,12 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     own = bank.own_vector_index if own_index is None else own_index
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (
-        f"SELECT memory_id, 1 - {distance} FROM banks_memory "  # noqa: S608
+        f"SELECT memory_id, 1 - {distance}, text FROM banks_memory "  # noqa: S608
         "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
         "AND {scope} "
         + ("AND embedding_model = %s " if model else "")
         + ("AND id <> %s " if exclude_pk else "")
-        + f"ORDER BY {distance}{{exact}} LIMIT 1"
+        + f"ORDER BY {distance}{{exact}} LIMIT {int(count)}"
     )
     literal = vector_literal(vector)
     params: list[Any] = [literal, bank.pk, dims]
@@ -142,8 +170,7 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
     params.append(literal)
     rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared,
                         scope=vector_scope(bank.pk, own=own))
-    row = rows[0] if rows else None
-    return (row[0], float(row[1])) if row else None
+    return [(row[0], float(row[1]), row[2]) for row in rows]
 
 
 def memory_retain(
@@ -166,7 +193,10 @@ def memory_retain(
     audit: bool = True,
     author: str | None = None,
 ) -> RetainOutcome:
-    """``author``: the authenticated caller's principal, stamped as metadata ``_actor`` (see stamp_author)."""
+    """``author``: the authenticated caller's principal, stamped as metadata ``_actor`` (see stamp_author).
+
+    ``near_dedup=False`` stores a text however close it is to a memory of the bank (an operator's or
+    client's ``allow_duplicate``); the same text twice is still refused (a unique constraint)."""
     text = validate_text(text)
     tags = validate_tags(tags)
     metadata, dropped = validate_metadata(metadata)
@@ -185,7 +215,7 @@ def memory_retain(
         return duplicate
     vector = embedder.embed([text])[0]
     if near_dedup:
-        duplicate = _near_duplicate(bank, vector, embedder.dimensions, embedder.name)
+        duplicate = _near_duplicate(bank, text, vector, embedder.dimensions, embedder.name)
         if duplicate:
             return duplicate
     if entities is None and extract_entities:
@@ -208,7 +238,8 @@ def memory_retain(
             if audit:
                 audit_record(actor=actor, action="memory.retain", bank=bank, target_ids=[memory.memory_id],
                              details={"dropped_metadata_keys": dropped} if dropped else None)
-            look = _near_look(bank, vector, embedder.dimensions, embedder.name, inserted=memory) if near_dedup else None
+            look = (_near_look(bank, text, vector, embedder.dimensions, embedder.name, inserted=memory)
+                    if near_dedup else None)
             # The decisive look comes last, under the bank's lock, so the lock is held for one statement
             # and the commit, not for the insert, its index upkeep and the entity links: a retain that
             # committed since the first look is seen now (our own row aside), and none can commit between
@@ -259,21 +290,20 @@ def _note_activity(bank: Bank, now: datetime) -> None:
 def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
     # Written out (Memory.objects.live() by hash): every retain asks, before anything else.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT memory_id FROM banks_memory WHERE bank_id = %s AND content_hash = %s "
+        cursor.execute("SELECT memory_id, text FROM banks_memory WHERE bank_id = %s AND content_hash = %s "
                        "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY id LIMIT 1", [bank.pk, digest])
         row = cursor.fetchone()
-    existing = row[0] if row else None
-    if not existing:
+    if not row:
         return None
-    return RetainOutcome(stored=False, memory_id=existing, deduplicated=True, duplicate_of=existing,
+    return RetainOutcome(stored=False, memory_id=row[0], deduplicated=True, duplicate_of=row[0], duplicate_text=row[1],
                          similarity=1.0, error="Duplicate content", retention_action="deduplicated")
 
 
-def _near_duplicate(bank: Bank, vector: list[float], dims: int, model: str) -> RetainOutcome | None:
-    return _near_outcome(bank, nearest_live_memory(bank, vector, dims, model=model))
+def _near_duplicate(bank: Bank, text: str, vector: list[float], dims: int, model: str) -> RetainOutcome | None:
+    return _near_outcome(bank, text, nearest_live_memories(bank, vector, dims, model=model))
 
 
-def _near_look(bank: Bank, vector: list[float], dims: int, model: str, *,
+def _near_look(bank: Bank, text: str, vector: list[float], dims: int, model: str, *,
                inserted: Memory) -> Callable[[], RetainOutcome | None]:
     """The near-duplicate look, made ready in the caller's transaction (graph walk set) so that, once
     the bank's lock is taken, it is a single statement. It searches where ``inserted`` (this retain's
@@ -281,17 +311,22 @@ def _near_look(bank: Bank, vector: list[float], dims: int, model: str, *,
     bank moving to its own index meanwhile is seen."""
     with connection.cursor() as cursor:
         prepare_graph_walk(connection, cursor, NEAR_LOOK_LIMIT)
-    return lambda: _near_outcome(bank, nearest_live_memory(bank, vector, dims, exclude_pk=inserted.pk,
-                                                           own_index=inserted.own_vector_index, prepared=True,
-                                                           model=model))
+    return lambda: _near_outcome(bank, text, nearest_live_memories(
+        bank, vector, dims, exclude_pk=inserted.pk, own_index=inserted.own_vector_index, prepared=True,
+        model=model))
 
 
-def _near_outcome(bank: Bank, nearest: tuple[str, float] | None) -> RetainOutcome | None:
-    if not nearest or nearest[1] < bank.dedup_threshold:
-        return None
-    return RetainOutcome(stored=False, memory_id=nearest[0], deduplicated=True, duplicate_of=nearest[0],
-                         similarity=round(nearest[1], 4), error="All chunks are near-duplicates",
-                         retention_action="deduplicated")
+def _near_outcome(bank: Bank, text: str, nearest: list[tuple[str, float, str]]) -> RetainOutcome | None:
+    """The first of the nearest memories that is the same fact: similar enough, and naming the same
+    names and numbers (banks.duplicate_rule); another person's look-alike report is not a duplicate."""
+    for memory_id, similarity, existing in nearest:
+        if similarity < bank.dedup_threshold:
+            return None
+        if same_fact(text, existing):
+            return RetainOutcome(stored=False, memory_id=memory_id, deduplicated=True, duplicate_of=memory_id,
+                                 duplicate_text=existing, similarity=round(similarity, 4),
+                                 error="All chunks are near-duplicates", retention_action="deduplicated")
+    return None
 
 
 def memory_get(*, bank: Bank, memory_id: str) -> Memory:

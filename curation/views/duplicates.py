@@ -1,4 +1,5 @@
-"""Near-duplicate review: clusters from the background scan, "find again", merge or dismiss a cluster."""
+"""Near-duplicate review: clusters from the background scan (paged), "find again", a confirmed merge or
+dismiss of a cluster."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from curation.access import actor, operator, operator_bank
 from curation.htmx import is_htmx
 from memoryhub.errors import MemoryHubError
 
+PAGE_SIZE = 50  # clusters a page shows; the others are a "next" away
+
 
 def _page_url(bank_id: str, threshold: str) -> str:
     base = reverse("curation:duplicates", kwargs={"bank_id": bank_id})
@@ -36,7 +39,11 @@ def duplicates(request: HttpRequest, bank_id: str) -> HttpResponse:
     threshold = min(1.0, max(0.5, threshold))
     scan = last_scan(bank)
     running = Job.objects.filter(bank=bank, kind=KIND, state__in=[JobState.QUEUED, JobState.RUNNING]).first()
-    page = duplicate_clusters(bank=bank, threshold=threshold)
+    try:
+        offset = max(0, int(request.GET.get("offset") or 0))
+    except ValueError:
+        offset = 0
+    page = duplicate_clusters(bank=bank, threshold=threshold, offset=offset, limit=PAGE_SIZE)
     scanned_at = float(scan.result.get("threshold", 1.0)) if scan is not None else None
     return render(request, "curation/duplicates.html", {
         "bank": bank, "page": page, "clusters": page.clusters, "threshold": threshold, "scan": scan,
@@ -82,6 +89,9 @@ def duplicates_action(request: HttpRequest, bank_id: str) -> HttpResponse:
         if request.POST.get("action") == "dismiss":
             duplicates_dismiss(bank=bank, memory_ids=ids, actor=actor(request))
             messages.success(request, "Dismissed: these will not be proposed together again.")
+        elif request.POST.get("confirm") != "1":
+            # Merging archives all but one text of the cluster: never a one-click action.
+            messages.error(request, "Nothing merged: tick \u201cthese say the same thing\u201d to confirm the merge.")
         else:
             survivor = memory_merge(bank=bank, memory_ids=ids, actor=actor(request), reason="near-duplicate review")
             messages.success(request, f"Merged {len(ids) - 1} into {survivor.memory_id}.")

@@ -147,24 +147,26 @@ def memory_row(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespon
 def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id, "write")
     form = RetainForm(request.POST)
+    refused = None
     if form.is_valid():
         data = form.cleaned_data
         try:
             outcome = memory_retain(bank=bank, text=data["text"], actor=actor(request), author=actor(request),
-                                    tags=data["tags"],
+                                    tags=data["tags"], near_dedup=request.POST.get("allow_duplicate") != "1",
                                     source="curation", fact_type=data["fact_type"].strip() or None)
         except MemoryHubError as exc:
             form.add_error("text" if getattr(exc, "field", "") == "content" else None, exc.message)
         else:
             if outcome.stored:
                 messages.success(request, f"Retained as {outcome.memory_id}.")
-            else:
-                messages.info(request, f"Not stored: the same content is already memory {outcome.duplicate_of}.")
-            return redirect("curation:memories", bank_id=bank.bank_id)
+                return redirect("curation:memories", bank_id=bank.bank_id)
+            # Refused as a duplicate: the form comes back with the typed text, the memory that holds
+            # it, how similar, and (unless it is the very same text) a way to store it anyway.
+            refused = outcome
     context = _list_context(request, bank)
     _listing(request, bank, context)
-    context.update(retain_form=form, retain_open=True)
-    return render(request, "curation/memories.html", context, status=422)
+    context.update(retain_form=form, retain_open=True, refused=refused)
+    return render(request, "curation/memories.html", context, status=409 if refused else 422)
 
 
 def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: Any) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def test_the_whole_bank_is_scanned_on_the_worker_and_reviewed_from_stored_pairs(
 
     # Merging a cluster goes through the merge service; its pairs leave the page.
     client.post("/banks/user-alice/duplicates/action", {"action": "merge", "ids": ["m0300", added.memory_id],
-                                                        "threshold": "0.8"})
+                                                        "threshold": "0.8", "confirm": "1"})
     added.refresh_from_db()
     assert added.merged_into_id == filler.pk
     page = client.get(page_url).content.decode()

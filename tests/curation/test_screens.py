@@ -244,8 +244,8 @@ def test_near_duplicate_review_merges_and_dismisses(admin_client, bank, filled, 
     page = admin_client.get("/banks/user-alice/duplicates/?threshold=0.7").content.decode()
     assert c.memory_id in page
     bob = Memory.objects.get(text="Bob repairs bicycles.")
-    admin_client.post("/banks/user-alice/duplicates/action", {"action": "merge", "ids": [bob.memory_id,
-                                                                                        c.memory_id]})
+    admin_client.post("/banks/user-alice/duplicates/action", {"action": "merge", "confirm": "1",
+                                                              "ids": [bob.memory_id, c.memory_id]})
     c.refresh_from_db()
     assert c.archived_at is not None and c.merged_into_id == bob.pk
 
