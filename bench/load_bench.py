@@ -51,13 +51,14 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 import httpx  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from banks.content import content_hash  # noqa: E402
 from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
+from banks.services.memory_rows import rows_delete  # noqa: E402
 from banks.services.tokens import token_create  # noqa: E402
 
 WORDS = (
@@ -358,7 +359,9 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     bank, _ = Bank.objects.get_or_create(bank_id=f"load-{args.memories}")
     # Left over from a run that stopped before its clean-up: the bank is its seed and nothing else.
-    Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed").delete()
+    with transaction.atomic():
+        rows_delete(bank, list(Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed")
+                               .values_list("pk", flat=True)))
     vacuum()
     print(f"bank {bank.bank_id}: populating to {args.memories} memories", flush=True)
     populate(bank, args.memories)
@@ -382,9 +385,11 @@ def main() -> None:
         stop_server(server)
     ok = verify(bank, results.acknowledged, results.merged)
     # Every run starts from the same bank: what this run wrote goes once it has been checked.
-    removed, _ = Memory.objects.filter(bank=bank, memory_id__in=[m for m, _ in results.acknowledged]).delete()
+    with transaction.atomic():
+        removed = rows_delete(bank, list(Memory.objects.filter(bank=bank, memory_id__in=[m for m, _ in results.acknowledged])
+                                         .values_list("pk", flat=True)))
     vacuum()
-    print(f"removed the {removed} rows this run wrote (memories and their links); the bank is back to its seed")
+    print(f"removed the {removed} memories this run wrote (and their links); the bank is back to its seed")
     sys.exit(0 if ok else 1)
 
 

@@ -18,7 +18,7 @@ from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.recall_eval import Corpus
 from banks.services.entities import attach_entities
-from banks.services.memory_rows import turn_context_refresh
+from banks.services.memory_rows import rows_delete, turn_context_refresh
 
 
 def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64, context_turns: int = 1) -> Bank:
@@ -29,7 +29,8 @@ def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64
     bank.save(update_fields=["config"])
     if Memory.objects.filter(bank=bank).count() >= len(corpus.turns):
         return bank
-    Memory.objects.filter(bank=bank).delete()
+    with transaction.atomic():
+        rows_delete(bank, list(Memory.objects.filter(bank=bank).values_list("pk", flat=True)))
     embedder = bank_embedder(bank)
     llm = get_llm()
     now = timezone.now()

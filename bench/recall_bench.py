@@ -47,6 +47,7 @@ from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
 from banks.recall_fusion import RecallConfig  # noqa: E402
 from banks.selectors.recall import RecallFilters, recall_bank  # noqa: E402
+from banks.services.memory_rows import turn_contexts_fill  # noqa: E402
 
 VOCAB = [f"w{i}" for i in range(5000)]
 TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
@@ -82,16 +83,11 @@ def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False, convers
             print(f"  inserted {done}/{n} ({rate:.0f}/s)", flush=True)
     if batch:
         Memory.objects.bulk_create(batch)
+    if conversations:
+        # Each turn's context as every writer gets it (banks.turn_context), through the owner of memory
+        # rows; the random vectors are left as they are.
+        turn_contexts_fill(bank=bank, vectors=False)
     with connection.cursor() as cursor:
-        if conversations:
-            # Each turn's context as the owner of memory rows writes it (speaker, date, the turn before's
-            # tail: banks.turn_context), set here in one statement; the random vectors are left as they are.
-            cursor.execute(
-                "UPDATE banks_memory m SET context = p.speaker || ', ' || to_char(m.created_at, 'YYYY-MM-DD') "
-                "|| coalesce(E'\\n' || p.before || ': ' || right(p.prev, 300), '') FROM (SELECT id, "
-                "metadata ->> 'role' AS speaker, lag(metadata ->> 'role') OVER w AS before, lag(text) OVER w AS prev "
-                "FROM banks_memory WHERE bank_id = %s WINDOW w AS (PARTITION BY session_key ORDER BY created_at, id)) p "
-                "WHERE m.id = p.id AND m.context IS NULL", [bank.pk])
         cursor.execute("ANALYZE banks_memory")
 
 

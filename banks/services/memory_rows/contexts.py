@@ -103,6 +103,43 @@ def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool =
     return len(ids)
 
 
+def turn_contexts_fill(*, bank: Bank, vectors: bool = True) -> int:
+    """Give every live turn of ``bank`` that has no context yet its context, a session at a time in one
+    pass over the bank (a bulk load that wrote rows without them); returns how many were written.
+
+    ``vectors``: the turns' vectors are made again with their contexts after the commit; a loader that
+    keeps vectors of its own (a bench's random ones) passes False."""
+    window = context_turns(bank.config)
+    if not window:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, session_key, text, metadata, COALESCE(occurred_at, created_at), context "
+                       "FROM banks_memory WHERE bank_id = %s AND session_key IS NOT NULL AND archived_at IS NULL "
+                       "AND forgotten_at IS NULL ORDER BY session_key, created_at, id", [bank.pk])
+        rows = cursor.fetchall()
+    changed: dict[int, str | None] = {}
+    start = 0
+    while start < len(rows):
+        end = start
+        while end < len(rows) and rows[end][1] == rows[start][1]:
+            end += 1
+        session = rows[start:end]
+        turns = [Turn(pk=r[0], text=r[2], speaker=speaker_of(_metadata(r[3]), r[2]), when=r[4]) for r in session]
+        missing = {r[0] for r in session if r[5] is None}
+        changed.update((pk, context) for pk, context in session_contexts(turns, window).items()
+                       if pk in missing and context is not None)
+        start = end
+    ids = list(changed)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE banks_memory m SET context = v.context "
+                       "FROM unnest(%s::bigint[], %s::text[]) AS v(id, context) "
+                       "WHERE m.id = v.id AND m.bank_id = %s AND m.context IS NULL",
+                       [ids, [changed[i] for i in ids], bank.pk])
+    if vectors and ids:
+        transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=ids), robust=True)
+    return len(ids)
+
+
 def turn_context_followers(*, bank: Bank, pks: Iterable[int]) -> list[int]:
     """The turns whose context holds one of ``pks``: read before those rows lose their text or go (an
     erase purges the session with the text), and refreshed after it (``turn_context_refresh``)."""

@@ -1,5 +1,5 @@
 """Upkeep of memory rows that changes no text: vectors, the vector-index tier, the search configuration,
-recall marks, merge pointers and "not a duplicate" notes. Each is one set-based statement; the callers
+recall marks, merge pointers, "not a duplicate" notes and the repair of unreadable times. Each is one set-based statement; the callers
 (the re-embed and vector-fill jobs, the language change, recall usage, archive restore, the review
 page) decide when.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -92,5 +93,28 @@ def rows_not_duplicates_note(bank_pk: int, pks: Sequence[int], memory_ids: Seque
             [list(memory_ids), bank_pk, list(pks)])
 
 
+# A time no reader can show (UTC outside years 1..9999, stored before times were checked at every edge)
+# and what takes its place; where the time meant something, the original is kept as text in the metadata.
+_TIME_FIXES = {
+    "occurred_at": "occurred_at = NULL, metadata = metadata || jsonb_build_object('_repaired_occurred_at', "
+                   "occurred_at::text)",
+    "created_at": "created_at = CASE WHEN retained_at BETWEEN %(earliest)s AND %(latest)s THEN retained_at "
+                  "ELSE now() END, metadata = metadata || jsonb_build_object('_repaired_created_at', "
+                  "created_at::text)",
+    "retained_at": "retained_at = now()",
+}
+
+
+def rows_times_repair(cursor: Any, column: str, earliest: datetime, latest: datetime) -> int:
+    """Repair every row whose ``column`` (a key of ``_TIME_FIXES``) lies outside ``[earliest, latest]``,
+    in one statement on the caller's cursor (``manage.py check_banks``); returns how many."""
+    fix = _TIME_FIXES[column]
+    # S608 vetted: the column and its fix come from the constant above, never from input.
+    cursor.execute(f"UPDATE banks_memory SET {fix} WHERE {column} < %(earliest)s OR {column} > %(latest)s",  # noqa: S608
+                   {"earliest": earliest, "latest": latest})
+    return int(cursor.rowcount)
+
+
 __all__ = ["RECALL_MARK_INTERVAL", "rows_mark_recalled", "rows_merged_into_set", "rows_not_duplicates_note",
-           "rows_reembed", "rows_search_config_apply", "rows_vector_tier_adopt", "rows_vectors_fill"]
+           "rows_reembed", "rows_search_config_apply", "rows_times_repair", "rows_vector_tier_adopt",
+           "rows_vectors_fill"]

@@ -11,6 +11,7 @@ from banks.providers import bank_embedder
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_update, nearest_live_memory
+from banks.services.memory_rows import turn_contexts_fill
 from banks.services.vector_indexes import bank_vector_index_adopt
 from memoryhub.errors import Conflict
 from tests.factories import entity, make_bank, make_import, make_link, make_memory, row_invariant_breaks
@@ -166,3 +167,21 @@ def test_an_import_never_overwrites_an_erased_memory():
     erased = Memory.objects.get(bank=bank, memory_id="m-1")
     assert erased.text == "" and erased.forgotten_at is not None
     assert row_invariant_breaks() == {}
+
+
+def test_filling_contexts_after_a_bulk_load_gives_each_turn_the_context_a_retain_gives_it():
+    bank = make_bank("fill-contexts")
+    for i, (role, text) in enumerate([("user", "Where is the billing runbook?"),
+                                      ("assistant", "It lives in the ops wiki under billing."),
+                                      ("user", "And who owns it?")]):
+        make_memory(bank, text, metadata={"session_id": "s1", "role": role}, memory_id=f"t{i}")
+    make_memory(bank, "A note outside any conversation.")
+    retained = dict(Memory.objects.filter(bank=bank).values_list("memory_id", "context"))
+    assert retained["t1"] and retained["t2"]
+    # As a bulk load leaves them (tests may age rows): no contexts yet.
+    Memory.objects.filter(bank=bank).update(context=None)
+
+    assert turn_contexts_fill(bank=bank, vectors=False) == sum(1 for c in retained.values() if c)
+
+    assert dict(Memory.objects.filter(bank=bank).values_list("memory_id", "context")) == retained
+    assert turn_contexts_fill(bank=bank, vectors=False) == 0
