@@ -53,10 +53,12 @@ def _serve(tmp_path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:  # no
 
 
 def _status(addr: str, path: str, **kwargs: object) -> int:
+    """The answer's status, 0 for none within 30 s (a bound for a loaded machine: without the front these
+    requests wait for gunicorn's 120 s worker timeout)."""
     try:
         if "json" in kwargs:
-            return httpx.post(f"http://{addr}{path}", timeout=10, **kwargs).status_code  # type: ignore[arg-type]
-        return httpx.get(f"http://{addr}{path}", timeout=10, **kwargs).status_code  # type: ignore[arg-type]
+            return httpx.post(f"http://{addr}{path}", timeout=30, **kwargs).status_code  # type: ignore[arg-type]
+        return httpx.get(f"http://{addr}{path}", timeout=30, **kwargs).status_code  # type: ignore[arg-type]
     except httpx.HTTPError:
         return 0
 
