@@ -137,6 +137,11 @@ if DATABASE_REPLICA_URL:
     DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("MEMORYHUB_REPLICA_CONNECT_TIMEOUT", 3))
     # Tests read the test database through it rather than creating a second one.
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+# A replica further behind than this (seconds, measured on the replica) is not read; nor is one that has
+# not yet replayed a bank's latest write when that bank is read (read-your-writes).
+MEMORYHUB_REPLICA_MAX_LAG = env_float("MEMORYHUB_REPLICA_MAX_LAG", 5.0)
+# How long a process reuses one measure of the replica's position before asking again.
+MEMORYHUB_REPLICA_CHECK_SECONDS = env_float("MEMORYHUB_REPLICA_CHECK_SECONDS", 1.0)
 DATABASE_ROUTERS = ["memoryhub.replica.ReplicaRouter"]
 # Settings a query needs (the HNSW graph walk) are kept on the database session, set once per
 # connection. Turn off behind a transaction-pooling proxy (PgBouncer pool_mode=transaction), where a

@@ -10,6 +10,7 @@ from django.utils import timezone
 from banks.models import AuditEvent, Bank
 from banks.models.rows import insert_row
 from memoryhub.input_rules import check_text
+from memoryhub.replica import note_bank_write
 
 # An event lists at most this many target ids; the full count goes in details.
 MAX_TARGET_IDS = 1000
@@ -50,6 +51,8 @@ def audit_record(
     )
     # Written out: every write records one, and composing the ORM's insert cost more than running it.
     (event.pk,) = insert_row(event, _COLUMNS)
+    if bank is not None:
+        note_bank_write(bank.pk)  # every write passes here: recall of the bank then reads its own writes
     return event
 
 
