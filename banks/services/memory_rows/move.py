@@ -5,7 +5,9 @@ hangs off it follows.
   its rows), the target's model (a vector of another model is replaced by one the caller computed
   with the target's embedder, before any transaction opened), its search configuration (a trigger);
 * its mentions: re-pointed at the target's entities of the same id (created when missing), each
-  source entity's count down and each target entity's count up, in one statement;
+  source entity's count down and each target entity's count up, in one statement; the graph edges
+  (``EntityLink``) between two entities the moved rows mention are copied between their target
+  counterparts (the source bank keeps its own);
 * its links: a link between two moved rows moves along; one with an end left behind would join two
   banks and is dropped; a ``merged_into`` pointer across the banks is cleared;
 * its near-duplicate pairs were measured in the old bank: dropped.
@@ -91,10 +93,22 @@ def _mentions_move(cursor, target: Bank, moved: list[int]) -> None:  # noqa: ANN
         "WHERE me.memory_id = ANY(%s) AND s.id = me.entity_id RETURNING s.id, t.id",
         [target.pk, target.pk, moved])
     deltas: Counter[int] = Counter()
+    counterpart: dict[int, int] = {}
     for old, new in cursor.fetchall():
         deltas[old] -= 1
         deltas[new] += 1
+        counterpart[old] = new
     mentions_count(dict(deltas))
+    if len(counterpart) > 1:
+        olds = sorted(counterpart)
+        # One statement; in (a, b) order so two moves copying the same edges wait in one order.
+        cursor.execute(
+            "INSERT INTO banks_entitylink (bank_id, entity_a_id, entity_b_id, link_type, evidence, confidence, "
+            "metadata, created_at) SELECT %s, a.new, b.new, l.link_type, l.evidence, l.confidence, l.metadata, now() "
+            "FROM banks_entitylink l JOIN unnest(%s::bigint[], %s::bigint[]) AS a(old, new) ON a.old = l.entity_a_id "
+            "JOIN unnest(%s::bigint[], %s::bigint[]) AS b(old, new) ON b.old = l.entity_b_id "
+            "ORDER BY a.new, b.new, l.link_type ON CONFLICT ON CONSTRAINT entity_link_unique DO NOTHING",
+            [target.pk, olds, [counterpart[o] for o in olds], olds, [counterpart[o] for o in olds]])
 
 
 __all__ = ["rows_move"]

@@ -6,10 +6,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from banks.models import AuditEvent, Memory, MemoryLink
+from banks.models import AuditEvent, EntityLink, Memory, MemoryLink
 from banks.providers import bank_embedder
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
+from banks.services.graph import entity_link_create
 from banks.services.memories import memory_update, nearest_live_memory
 from banks.services.memory_rows import turn_contexts_fill
 from banks.services.vector_indexes import bank_vector_index_adopt
@@ -185,3 +186,23 @@ def test_filling_contexts_after_a_bulk_load_gives_each_turn_the_context_a_retain
 
     assert dict(Memory.objects.filter(bank=bank).values_list("memory_id", "context")) == retained
     assert turn_contexts_fill(bank=bank, vectors=False) == 0
+
+
+def test_a_bulk_move_copies_the_graph_edges_between_the_entities_its_rows_mention():
+    source, target = make_bank("graph-from"), make_bank("graph-to")
+    moved = make_memory(source, "Alice reports to Bob on the billing team.", entities=["Alice", "Bob", "Carol"])
+    make_memory(source, "Dave stays behind with Alice.", entities=["Alice", "Dave"])
+    entity_link_create(bank=source, entity_a=entity(source, "Alice").entity_id,
+                       entity_b=entity(source, "Bob").entity_id, link_type="reports_to", actor="test",
+                       evidence="org chart", confidence=0.8)
+    entity_link_create(bank=source, entity_a=entity(source, "Dave").entity_id,
+                       entity_b=entity(source, "Alice").entity_id, link_type="works_with", actor="test")
+
+    bulk_apply(bank=source, rows=Memory.objects.filter(pk=moved.pk), action="move", actor="test", target=target)
+
+    copied = list(EntityLink.objects.filter(bank=target).values_list(
+        "entity_a__name", "entity_b__name", "link_type", "evidence", "confidence", "entity_a__bank_id",
+        "entity_b__bank_id"))
+    # Dave's edge has an end the move did not bring: it stays in the source bank only.
+    assert copied == [("Alice", "Bob", "reports_to", "org chart", 0.8, target.pk, target.pk)]
+    assert EntityLink.objects.filter(bank=source).count() == 2
