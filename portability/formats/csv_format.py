@@ -126,6 +126,11 @@ def read_csv(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024, m
                 # Our own writer neutralised spreadsheet formulas (memoryhub.csv_cells); its cells come back exact.
                 cells = {columns[i]: restore(value) if exact else value for i, value in enumerate(row)
                          if i < len(columns)}
+                def cell(name: str, cells: dict[str, str] = cells) -> str | None:
+                    # Our writer's cells come back exactly; a hand-made file's are trimmed.
+                    value = cells.get(name) or ""
+                    return (value if exact and value.strip() else value.strip()) or None
+
                 content = cells.get("content") or ""
                 content = content if exact and content.strip() else content.strip()
                 if not content:
@@ -165,12 +170,11 @@ def read_csv(path: Path | Location, *, max_line_bytes: int = 10 * 1024 * 1024, m
                     yield RecordError(line, str(exc))
                     continue
                 yield MemoryRecord(
-                    text=content, memory_id=(cells.get("id") or "").strip() or None,
+                    text=content, memory_id=cell("id"),
                     fact_type=(cells.get("fact_type") or "").strip() or TYPE_TO_FACT.get(kind, "world" if kind else None),
                     tags=_tags(cells.get("tags", "")), metadata=metadata, created_at=created,
                     occurred_at=times["occurred_at"], retained_at=times["retained_at"],
-                    source=(cells.get("source") or "").strip() or None,
-                    memory_layer=(cells.get("memory_layer") or "").strip() or None, entities=entities, links=links,
+                    source=cell("source"), memory_layer=cell("memory_layer"), entities=entities, links=links,
                     position=line,
                 )
 

@@ -8,6 +8,7 @@ source, layer, metadata, entities, links), so a bank comes back from its Markdow
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime
@@ -33,6 +34,7 @@ _WIKILINK_SPAN = re.compile(r"!?\[\[[^\[\]\n]*\]\]")
 _TAG = re.compile(r"(?:(?<=\s)|^)#([^\W\d_][\w/-]*|\d*[^\W\d][\w/-]*)", re.M | re.U)
 _HEX = re.compile(r"^[0-9a-fA-F]{3,8}$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
 _FRONT_KEYS = {"id", "type", "scope", "tags", "createdAt", "created", "strength", "aliases", "alias", "fact_type",
                OURS}
 
@@ -283,7 +285,11 @@ def _write_notes(writer: DirectoryWriter, records: Iterable[MemoryRecord]) -> in
             n += 1
             target = (*folder, f"{stem}-{n}.md")
         used.add(target)
-        meta = yaml.safe_dump(_front(record, str(kind), str(scope)), allow_unicode=True, sort_keys=False)
+        front = _front(record, str(kind), str(scope))
+        # YAML reads NEL and the Unicode line and paragraph separators as line breaks (folded into spaces): a
+        # front-matter holding one is written with escapes, so it reads back exact.
+        meta = yaml.safe_dump(front, allow_unicode=not _YAML_BREAKS.search(
+            json.dumps(front, ensure_ascii=False, default=str)), sort_keys=False)
         writer.write_text(target, f"---\n{meta}---\n{record.text}\n")
         count += 1
     return count
