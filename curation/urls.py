@@ -3,7 +3,17 @@ from django.urls import path, register_converter
 
 from curation.converters import RecordIdConverter
 from curation.login_guard import GuardedAuthenticationForm
-from curation.views import banks, duplicates, holds, live, memories, operator, playground, records
+from curation.views import (
+    banks,
+    duplicates,
+    holds,
+    live,
+    memories,
+    memory_entities,
+    operator,
+    playground,
+    records,
+)
 
 register_converter(RecordIdConverter, "rid")
 
@@ -31,6 +41,8 @@ urlpatterns = [
     path("banks/<str:bank_id>/memories/<rid:memory_id>/edit", memories.memory_edit, name="memory-edit"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/state", memories.memory_state, name="memory-state"),
     path("banks/<str:bank_id>/memories/<rid:memory_id>/merge", memories.memory_merge_view, name="memory-merge"),
+    path("banks/<str:bank_id>/memories/<rid:memory_id>/entities", memory_entities.memory_entities,
+         name="memory-entities"),
     path("banks/<str:bank_id>/models/", live.models, name="models"),
     path("banks/<str:bank_id>/models/new", live.model_new, name="model-new"),
     path("banks/<str:bank_id>/models/<rid:model_id>/", live.model_detail, name="model"),

@@ -28,6 +28,7 @@ from banks.services.locks import lock_bank_for_new_content
 from banks.services.memory_rows import (
     ensure_editable,
     mentions_count,
+    mentions_take,
     row_insert,
     row_update,
     rows_archive,
@@ -374,8 +375,10 @@ def memory_update(
     fact_type: str | None = None,
     occurred_at: datetime | None = None,
     reason: str = "",
+    reextract: bool = True,
 ) -> Memory:
-    """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``).
+    """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``),
+    and its entities extracted again unless ``reextract`` is False (a merge keeps its sources' entities).
 
     Raises Conflict when another live memory of the bank holds the new text, also when it was
     stored concurrently (the unique constraint decides), and when the memory is a tombstone.
@@ -414,9 +417,15 @@ def memory_update(
         changed.append("occurred_at")
     if not changed:
         return memory
+    # A new text names what it names: its entities are extracted again (a remote call, before the
+    # transaction) and replace the old mentions, so "Berlin" corrected to "Tokyo" no longer lists Berlin.
+    entities = ([{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(memory.text)]
+                if "text" in changed and reextract else None)
     try:
         with transaction.atomic():
             row_update(memory, changed, tags_before=tags_before)
+            if entities is not None:
+                _mentions_replace(memory, entities)
             audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
                          reason=reason, details={"fields": [f for f in changed if not f.startswith("embedding")
                                                             and f != "content_hash"]})
@@ -431,6 +440,15 @@ def memory_update(
             raise _content_conflict(memory.bank_id, memory.content_hash, memory.pk) from None
         raise
     return memory
+
+
+def _mentions_replace(memory: Memory, entities: list[dict[str, Any]]) -> None:
+    """The memory's mentions become ``entities``: old ones taken off, new ones linked, counts moved once."""
+    deltas = mentions_take([memory.pk])
+    _, linked = attach_entities(memory, entities, count=False)
+    for pk in linked:
+        deltas[pk] = deltas.get(pk, 0) + 1
+    mentions_count(deltas)
 
 
 def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "",

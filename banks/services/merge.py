@@ -64,7 +64,10 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         row_update(survivor, ["tags", "metadata"], tags_before=tags_before)
         survivor.refresh_from_db()
         if new_text is not None and new_text.text != survivor.text:
-            survivor = memory_update(memory=survivor, actor=actor, new_text=new_text, reason="merged text")
+            # The survivor mentions what its sources mentioned (linked above): the merged text is not
+            # extracted again (no remote call while the rows are locked).
+            survivor = memory_update(memory=survivor, actor=actor, new_text=new_text, reason="merged text",
+                                     reextract=False)
         audit_record(actor=actor, action="memory.merge", bank=bank, target_ids=ids, reason=reason,
                      details={"survivor": survivor.memory_id, "merged": [o.memory_id for o in others]})
     return survivor

@@ -46,6 +46,7 @@ from banks.services.memory_rows.mentions import (
     mentions_link_pairs,
     mentions_recount,
     mentions_take,
+    mentions_unlink_pairs,
 )
 from banks.services.memory_rows.move import rows_move
 from banks.services.memory_rows.upkeep import (
@@ -62,7 +63,7 @@ from banks.services.memory_rows.upkeep import (
 __all__ = [
     "turn_context_followers", "turn_context_refresh", "turn_contexts_fill", "turn_vectors_refresh",
     "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
-    "mentions_link_pairs", "mentions_recount", "mentions_take", "on_rows_changed", "row_insert",
+    "mentions_link_pairs", "mentions_recount", "mentions_take", "mentions_unlink_pairs", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
     "rows_mark_recalled", "rows_merged_into_set", "rows_move", "rows_not_duplicates_note", "rows_reembed",
     "rows_restore", "rows_search_config_apply", "rows_tag", "rows_times_repair", "rows_untag", "rows_vector_tier_adopt",

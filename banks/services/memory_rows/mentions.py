@@ -56,6 +56,22 @@ def mentions_take(memory_pks: Sequence[int]) -> dict[int, int]:
         return {pk: -n for pk, n in Counter(int(row[0]) for row in cursor.fetchall()).items()}
 
 
+def mentions_unlink_pairs(pairs: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """Delete the mentions ``(memory pk, entity pk)`` and take them off their entities' counts (one
+    statement each); returns how many mentions each entity lost."""
+    if not pairs:
+        return {}
+    ordered = sorted(set(pairs), key=lambda p: (p[1], p[0]))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM banks_memoryentity me USING unnest(%s::bigint[], %s::bigint[]) AS p(memory_id, entity_id) "
+            "WHERE me.memory_id = p.memory_id AND me.entity_id = p.entity_id RETURNING me.entity_id",
+            [[m for m, _ in ordered], [e for _, e in ordered]])
+        gone = {pk: -n for pk, n in Counter(int(row[0]) for row in cursor.fetchall()).items()}
+    mentions_count(gone)
+    return {pk: -n for pk, n in gone.items()}
+
+
 def mentions_link_pairs(bank_pk: int, pairs: Sequence[tuple[int, int]], *, count: bool = True) -> dict[int, int]:
     """Link each ``(memory pk, entity pk)`` not linked yet, in one statement, in entity then memory order;
     returns how many new mentions each entity got (already counted unless ``count`` is False: the caller
