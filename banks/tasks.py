@@ -49,6 +49,19 @@ def reindex_search_language(job_id: int) -> None:
     job_execute(job_id, work)
 
 
+@shared_task(name="banks.rebuild_contexts")
+def rebuild_contexts(job_id: int) -> None:
+    """Recompute a bank's conversation sessions and contexts (and their vectors), in batches."""
+    from banks.services.context_rebuild import contexts_rebuild_bank
+    from banks.services.jobs import JobOutcome, job_execute
+
+    def work(job: Job, bank: Bank) -> JobOutcome:
+        counts = contexts_rebuild_bank(bank=bank, job=job)
+        return counts, dict(counts)
+
+    job_execute(job_id, work)
+
+
 @shared_task(name="banks.lifecycle_sweep")
 def lifecycle_sweep() -> list[int]:
     """Run every bank's lifecycle policy (scheduled by Celery beat); each run is its own job."""

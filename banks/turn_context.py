@@ -93,3 +93,6 @@ def session_contexts(turns: Sequence[Turn], window: int, start: int = 0) -> dict
     for i in range(start, len(turns)):
         out[turns[i].pk] = compose_context(turns[i], turns[max(0, i - window):i]) if window else None
     return out
+
+# The job that rebuilds a whole bank's sessions and contexts (banks.services.context_rebuild).
+REBUILD_JOB_KIND = "rebuild_contexts"

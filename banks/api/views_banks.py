@@ -9,8 +9,9 @@ from banks.api import render_live as render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas_live import BankCreateRequest, BankDeleteQuery, BankUpdateRequest
 from banks.models import Memory
-from banks.selectors.search_language import search_reindex_job
+from banks.selectors.search_language import context_rebuild_job, search_reindex_job
 from banks.services.banks import bank_create, bank_delete, bank_update
+from banks.turn_context import context_turns
 from memoryhub.errors import AccessDenied
 
 
@@ -44,10 +45,14 @@ class BankApi(BankApiView):
         body = self.body(request, BankUpdateRequest)
         bank = self.bank(request, bank_id, "admin", must_exist=True)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
+        turns_before = context_turns(bank.config)
         bank = bank_update(bank=bank, actor=self.actor(request), by=self.principal(request), **changes)
         job = search_reindex_job(bank)
+        # A new context window rebuilds the stored turns' contexts in a job (started by bank_update).
+        rebuild = context_rebuild_job(bank) if context_turns(bank.config) != turns_before else None
         # A language change on a large bank re-indexes it in a job the client can follow.
-        return ok({**render.bank(bank), "search_reindex_job_id": job.pk if job is not None else None})
+        return ok({**render.bank(bank), "search_reindex_job_id": job.pk if job is not None else None,
+                   "context_rebuild_job_id": rebuild.pk if rebuild is not None else None})
 
     def delete(self, request: Request, bank_id: str) -> Response:
         query = self.query(request, BankDeleteQuery)

@@ -11,10 +11,11 @@ from banks.models import Bank, BankMembership, Job
 from banks.providers.embeddings import Embedder, embedder_spec
 from banks.services.audit import audit_record
 from banks.services.bank_removal import bank_hide, bank_removal_start, bank_remove_rows, sync_limit
+from banks.services.context_rebuild import contexts_rebuild_start
 from banks.services.holds import ensure_not_held
 from banks.services.text_search import search_language_apply
 from banks.text_search import bank_language, check_language
-from banks.turn_context import check_context_turns
+from banks.turn_context import check_context_turns, context_turns
 from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_bank_id, check_storable
 
@@ -91,6 +92,7 @@ def bank_update(*, bank: Bank, actor: str, by: Principal | None = None, **change
         check_language(changes["config"])
         check_recall_switches(changes["config"])
     language_before = bank_language(bank.config)
+    turns_before = context_turns(bank.config)
     updated = [k for k, v in changes.items() if v is not None and getattr(bank, k) != v]
     for key in updated:
         setattr(bank, key, changes[key])
@@ -104,6 +106,9 @@ def bank_update(*, bank: Bank, actor: str, by: Principal | None = None, **change
             if "language" in details:
                 # Rows indexed in the old language are re-computed (a job for a large bank).
                 search_language_apply(bank=bank, actor=actor)
+            if context_turns(bank.config) != turns_before:
+                # Stored turns' contexts follow the new window (a job: every conversation row of the bank).
+                contexts_rebuild_start(bank=bank, actor=actor)
     return bank
 
 
