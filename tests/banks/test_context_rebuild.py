@@ -112,10 +112,10 @@ def test_a_new_context_window_starts_the_job_and_the_stored_contexts_follow(api)
     assert stored.context == ("user, 2024-03-02\nuser: My neighbour Tomasz gave me seedlings of a pepper variety.\n"
                               "assistant: Lovely. Do you know the variety name?")
     embedder = bank_embedder(bank)
-    assert cosine(list(stored.embedding), embedder.embed([embedding_text(stored.text, stored.context)])[0]) > 0.9999
+    assert cosine(list(stored.embedding or []), embedder.embed([embedding_text(stored.text, stored.context)])[0]) > 0.9999
     # Off: the contexts go, the vectors are the texts' alone.
     response = api.patch("/v1/banks/user-alice", {"config": {"recall": {"context_turns": 0}}})
     assert response.json()["context_rebuild_job_id"] not in (None, job.pk)
     stored = Memory.objects.get(memory_id=reply)
     assert stored.context is None and Memory.objects.get(memory_id=first).context is None
-    assert cosine(list(stored.embedding), embedder.embed([stored.text])[0]) > 0.9999
+    assert cosine(list(stored.embedding or []), embedder.embed([stored.text])[0]) > 0.9999
