@@ -8,7 +8,8 @@ is what Astrocyte's gateway sends, ``error`` what its documentation promises.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -149,6 +150,28 @@ def is_lock_conflict(exc: BaseException) -> bool:
 def lock_conflict() -> Conflict:
     return Conflict("A concurrent writer held the same rows (deadlock or lock timeout); nothing was written: retry",
                     retry=True, retry_after=1)
+
+
+_T = TypeVar("_T")
+
+
+def once_more_on_lock_conflict(write: Callable[[], _T]) -> _T:
+    """Run ``write``, one whole transaction of its own that tells nothing outside it before it commits
+    (so running it again is safe); if it lost a deadlock or a lock timeout to a concurrent writer (it
+    rolled back whole), run it once more; a second loss is the caller's ``409`` (retry)."""
+    from django.db import OperationalError
+
+    try:
+        return write()
+    except OperationalError as exc:
+        if not is_lock_conflict(exc):
+            raise
+    try:
+        return write()
+    except OperationalError as again:
+        if is_lock_conflict(again):
+            raise lock_conflict() from again
+        raise
 
 
 def database_error_as_domain_error(exc: BaseException) -> MemoryHubError | None:

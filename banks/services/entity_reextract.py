@@ -5,20 +5,24 @@ primary-key order, a batch at a time: the provider is asked outside any transact
 transaction per batch replaces the batch's mentions (old ones removed and their counters moved
 down, new ones linked and counted up) with a fixed number of statements, whatever the batch size.
 The caller's ``checkpoint`` runs inside that transaction with the last key done, so a resumed run
-continues exactly after the last committed batch. Forgotten memories are left alone; entities no
+continues exactly after the last committed batch. Entity rows are locked in id order; a batch that
+still loses a deadlock or lock timeout to a concurrent writer is written once more, and a second loss
+is a ``409`` to retry (as an import batch). Forgotten memories are left alone; entities no
 memory mentions any more are kept (links and metadata may hang on them) with a zero count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from django.db import transaction
 
 from banks.models import Bank, Entity, Memory
 from banks.providers.llm import get_llm
 from banks.services.memory_rows import mentions_drop, mentions_link_pairs
+from memoryhub.errors import once_more_on_lock_conflict
 
 DEFAULT_BATCH = 200
 
@@ -51,6 +55,20 @@ def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], 
     report.mentions_added += sum(mentions_link_pairs(bank.pk, pairs).values())
 
 
+def _store(bank: Bank, found: dict[int, list[tuple[str, str, str]]], report: ReextractReport, last_pk: int,
+           checkpoint: Callable[[ReextractReport], None] | None) -> ReextractReport:
+    """One batch's transaction, counted on a copy of ``report`` that stands only once it committed (a
+    batch that lost a deadlock to another writer of the same entities is written once more)."""
+    batch = replace(report)
+    with transaction.atomic():
+        _replace_mentions(bank, found, batch)
+        batch.memories += len(found)
+        batch.after_pk = last_pk
+        if checkpoint is not None:
+            checkpoint(batch)
+    return batch
+
+
 def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BATCH,
                        checkpoint: Callable[[ReextractReport], None] | None = None,
                        progress: Callable[[ReextractReport, int], None] | None = None,
@@ -73,12 +91,7 @@ def entities_reextract(*, bank: Bank, after_pk: int = 0, batch: int = DEFAULT_BA
                          for e in llm.extract_entities(text) if e.name.strip()]
             if alive is not None:
                 alive()
-        with transaction.atomic():
-            _replace_mentions(bank, found, report)
-            report.memories += len(memories)
-            report.after_pk = memories[-1][0]
-            if checkpoint is not None:
-                checkpoint(report)
+        report = once_more_on_lock_conflict(partial(_store, bank, found, report, memories[-1][0], checkpoint))
         if progress is not None:
             progress(report, total)
     return report

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
@@ -36,7 +36,7 @@ from banks.services.memory_rows import mentions_count, mentions_take, row_overwr
 from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
-from memoryhub.errors import InvalidInput, is_lock_conflict, lock_conflict
+from memoryhub.errors import InvalidInput, once_more_on_lock_conflict
 from portability.formats.ama import parse_iso
 from portability.records import EntityRecord, MemoryRecord, RecordError, RecordSkipped, record_problem
 from portability.services.import_batches import after, batches, load
@@ -335,17 +335,7 @@ class _Importer:
         everything = [r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows]
         vectors = self._vectors(everything)
         self._entities(everything)
-        try:
-            outcome = self._store(new_rows, overwrite_rows, vectors, now)
-        except OperationalError as exc:
-            if not is_lock_conflict(exc):
-                raise
-            try:
-                outcome = self._store(new_rows, overwrite_rows, vectors, now)
-            except OperationalError as again:
-                if is_lock_conflict(again):
-                    raise lock_conflict() from again
-                raise
+        outcome = once_more_on_lock_conflict(lambda: self._store(new_rows, overwrite_rows, vectors, now))
         report = self.report
         for position, reason in outcome.refused:
             report.duplicates += 1

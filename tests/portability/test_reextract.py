@@ -14,6 +14,7 @@ from django.test import Client
 from banks.models import Entity, Job, Memory, MemoryEntity
 from banks.services.entities import attach_entities
 from banks.services.entity_reextract import entities_reextract
+from memoryhub.errors import Conflict
 from portability.formats.ama import parse_line
 from portability.services import archive_import
 from tests.worker import wait_for
@@ -54,6 +55,57 @@ def test_service_replaces_mentions_in_batches_and_keeps_counts_true(bank):
     for entity in Entity.objects.filter(bank=bank):
         assert entity.mention_count == MemoryEntity.objects.filter(entity=entity).count(), entity.name
     assert Entity.objects.get(bank=bank, entity_id="stale name").mention_count == 0
+
+
+def _deadlock() -> Exception:
+    import psycopg
+    from django.db import OperationalError
+
+    try:
+        raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
+    except OperationalError as exc:
+        return exc
+
+
+@pytest.mark.django_db
+def test_a_batch_that_loses_a_deadlock_is_written_once_more(bank, monkeypatch):
+    from banks.services import entity_reextract
+
+    _bank_without_entities(bank)
+    real = entity_reextract.mentions_link_pairs
+    losses = iter([True])
+
+    def link_losing_once(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        # Inside the batch's transaction, after its old mentions went: the whole batch rolls back.
+        if next(losses, False):
+            raise _deadlock()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(entity_reextract, "mentions_link_pairs", link_losing_once)
+    checkpoints: list[int] = []
+    report = entities_reextract(bank=bank, batch=7, checkpoint=lambda r: checkpoints.append(r.after_pk))
+    # The lost attempt counts nowhere: the report is the one of a run that never lost.
+    assert (report.memories, report.mentions_removed) == (30, 1)
+    assert len(checkpoints) == 5 and checkpoints == sorted(set(checkpoints))
+    assert len(_mentions(bank)) == 30
+    for entity in Entity.objects.filter(bank=bank):
+        assert entity.mention_count == MemoryEntity.objects.filter(entity=entity).count(), entity.name
+
+
+@pytest.mark.django_db
+def test_a_batch_that_loses_twice_is_a_conflict_to_retry(bank, monkeypatch):
+    from banks.services import entity_reextract
+
+    memories = _bank_without_entities(bank)
+
+    def always_losing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise _deadlock()
+
+    monkeypatch.setattr(entity_reextract, "mentions_link_pairs", always_losing)
+    with pytest.raises(Conflict, match="retry") as refused:
+        entities_reextract(bank=bank, batch=7)
+    assert refused.value.status == 409
+    assert _mentions(bank) == {"m0": {"Stale Name"}} and memories
 
 
 @pytest.mark.django_db
