@@ -16,6 +16,25 @@ def _n(value: float) -> str:
     return f"{value:.1f}"
 
 
+# The width of one character of an axis label (11 px text, .chart text in app.css), generously: a label
+# must fit in the left margin, never run off the picture ("25,000" read ",5,000").
+CHAR_WIDTH = 7.0
+
+
+def axis_label(value: int) -> str:
+    """A tick value, short enough for the margin: 950, 2,500, 25k, 1.5M."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+    if value >= 10_000:
+        return f"{value / 1000:.1f}".rstrip("0").rstrip(".") + "k"
+    return f"{value:,}"
+
+
+def axis_margin(labels: list[str]) -> int:
+    """The left margin that holds the longest label right-aligned 6 px before the axis."""
+    return max(40, int(CHAR_WIDTH * max(len(label) for label in labels)) + 12)
+
+
 def _nice_top(value: int) -> int:
     """The y axis ends on a round number at or above the largest bar."""
     if value <= 5:
@@ -33,9 +52,10 @@ def day_chart(days: list[date], values: list[int], *, title: str, unit: str, css
     """Bars per day with a y axis (0, middle, top), date labels about weekly and the total in the label."""
     if not values or not any(values):
         return mark_safe("")
-    left, bottom, top_pad = 40, 22, 8
-    plot_w, plot_h = width - left - 6, height - bottom - top_pad
     top = _nice_top(max(values))
+    tick_values = sorted({0, top // 2, top})
+    left, bottom, top_pad = axis_margin([axis_label(t) for t in tick_values]), 22, 8
+    plot_w, plot_h = width - left - 6, height - bottom - top_pad
     step = plot_w / len(values)
     bars = format_html_join("", '<rect class="{}" x="{}" y="{}" width="{}" height="{}"><title>{}: {} {}</title></rect>', (
         (css, _n(left + i * step + 1), _n(top_pad + plot_h - plot_h * v / top), _n(max(step - 2, 1)),
@@ -43,7 +63,7 @@ def day_chart(days: list[date], values: list[int], *, title: str, unit: str, css
     ticks = format_html_join("", '<line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/><text x="{}" y="{}" '
                                  'text-anchor="end">{}</text>', (
         (left - 3, _n(top_pad + plot_h - plot_h * t / top), width - 6, _n(top_pad + plot_h - plot_h * t / top),
-         left - 6, _n(top_pad + plot_h - plot_h * t / top + 4), f"{t:,}") for t in sorted({0, top // 2, top})))
+         left - 6, _n(top_pad + plot_h - plot_h * t / top + 4), axis_label(t)) for t in tick_values))
     every = max(1, round(len(days) / 5))
     labels = format_html_join("", '<text x="{}" y="{}" text-anchor="{}">{}</text>', (
         (_n(left + i * step + step / 2), height - 6,

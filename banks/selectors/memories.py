@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 
 from banks.models import Bank, Memory
 
-# Counting stops here: "10000+" is all a person needs to know on a huge bank.
+# Counting stops here; above it a page says "about N" (the planner's estimate, see approximate_count).
 COUNT_CAP = 10_000
 
 
@@ -129,8 +129,10 @@ def memory_page(bank: Bank, filters: MemoryFilters, *, after: str | None = None,
                       prev_cursor=encode_cursor(page[0], column) if older and page else None, sort=sort)
 
 
-def approximate_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int, bool]:
-    """(n, exact): exact up to ``cap``; above it PostgreSQL's own estimate for the same query."""
+def approximate_count(rows: QuerySet[Memory], cap: int | None = None) -> tuple[int, bool]:
+    """(n, exact): exact up to ``cap`` (default ``COUNT_CAP``); above it PostgreSQL's own estimate for the
+    same query."""
+    cap = COUNT_CAP if cap is None else cap
     n, more = bounded_count(rows, cap)
     if not more:
         return n, True
@@ -142,6 +144,13 @@ def approximate_count(rows: QuerySet[Memory], cap: int = COUNT_CAP) -> tuple[int
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     return max(int(plan[0]["Plan"]["Plan Rows"]), cap + 1), False
+
+
+def bank_memory_count(bank: Bank) -> tuple[int, bool]:
+    """(n, exact): the bank's live memories as every page shows them (the banks list, the overview, the
+    memory list without filters): exact up to ``COUNT_CAP``, above it the planner's estimate of this one
+    query, so all of them say the same "about N"."""
+    return approximate_count(memory_queryset(bank, MemoryFilters()))
 
 
 def memory_facets(bank: Bank, sample: int = 5000) -> dict[str, list[str]]:

@@ -9,10 +9,9 @@ from django.db.models import Count
 from django.utils import timezone
 
 from banks.live.trends import compute_trend
-from banks.models import AuditEvent, Bank, Job, Memory, MentalModel, Observation
-from banks.selectors.memories import bounded_count
+from banks.models import AuditEvent, Bank, Job, MentalModel, Observation
+from banks.selectors.memories import bank_memory_count
 
-OVERVIEW_COUNT_CAP = 100_000
 MIX_SAMPLE = 20_000
 
 
@@ -54,8 +53,8 @@ def bank_cards(banks: list[Bank]) -> list[dict]:
     latest_change = last_changes(ids)
     cards = []
     for bank in banks:
-        count, more = bounded_count(Memory.objects.live().filter(bank=bank))
-        cards.append({"bank": bank, "memories": count, "more": more, "observations": observations.get(bank.pk, 0),
+        count, exact = bank_memory_count(bank)
+        cards.append({"bank": bank, "memories": count, "exact": exact, "observations": observations.get(bank.pk, 0),
                       "models": models.get(bank.pk, 0), "directives": directives.get(bank.pk, 0),
                       "spark": spark[bank.pk],
                       "last_activity": max((t for t in (bank.last_activity_at, latest_change.get(bank.pk)) if t),
@@ -85,10 +84,14 @@ OVERVIEW_CACHE_SECONDS = 60
 
 
 def bank_overview(bank: Bank) -> dict:
-    """The overview's numbers; the heavy ones are cached for a minute so a big bank's page stays quick."""
+    """The overview's numbers; the heavy ones are cached for a minute so a big bank's page stays quick.
+
+    The cache is keyed on the bank's latest audited change (one index probe): every write is audited, so
+    an operator's own retain, edit, import or bulk action shows at once, not a minute later."""
     from django.core.cache import cache
 
-    key = f"memoryhub:overview:{bank.pk}"
+    changed = last_changes([bank.pk]).get(bank.pk)
+    key = f"memoryhub:overview:{bank.pk}:{changed.isoformat() if changed else '-'}"
     heavy = cache.get(key)
     if heavy is None:
         heavy = _overview_numbers(bank)
@@ -104,8 +107,7 @@ def bank_overview(bank: Bank) -> dict:
 
 
 def _overview_numbers(bank: Bank) -> dict:
-    live = Memory.objects.live().filter(bank=bank)
-    total, more = bounded_count(live, cap=OVERVIEW_COUNT_CAP)
+    total, exact = bank_memory_count(bank)
     # On a big bank the mix is measured on the latest memories: a fair picture, at a bounded cost.
     types: dict[str, int] = {}
     layers: dict[str | None, int] = {}
@@ -138,7 +140,7 @@ def _overview_numbers(bank: Bank) -> dict:
     occurred_days, occurred = occurred_per_day(bank, days=30)
     return {
         "occurred_days": occurred_days, "occurred_per_day": occurred,
-        "total": total, "total_more": more, "mix_sampled": total >= MIX_SAMPLE, "mix_sample": MIX_SAMPLE,
+        "total": total, "total_exact": exact, "mix_sampled": total >= MIX_SAMPLE, "mix_sample": MIX_SAMPLE,
         "by_type": by_type, "by_layer": by_layer, "top_tags": top_tags,
         "top_entities": top_entities, "trends": trends, "per_day": per_day,
     }

@@ -39,7 +39,7 @@ def approx(value: int | None) -> str:
     if value is None:
         return "—"
     if value < 1000:
-        return f"{value:,}"
+        return f"about {value:,}"  # still an estimate: never shown as if it were exact
     digits = len(str(int(value))) - 2
     return f"about {round(value, -digits):,}"
 

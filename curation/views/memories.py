@@ -21,6 +21,7 @@ from banks.selectors.memories import (
     SORTS,
     MemoryFilters,
     approximate_count,
+    bank_memory_count,
     exact_count,
     memory_facets,
     memory_page,
@@ -80,7 +81,11 @@ def _listing(request: HttpRequest, bank: Bank, context: dict[str, Any]) -> None:
     listing = memory_page(bank, filters, after=request.GET.get("after"), before=request.GET.get("before"),
                           sort=context["sort"], limit=PAGE)
     rows = memory_queryset(bank, filters)
-    total, exact = approximate_count(rows.filter(occurred_at__isnull=False) if context["sort"] == "occurred" else rows)
+    if filters == MemoryFilters() and context["sort"] == "retained":
+        total, exact = bank_memory_count(bank)  # the number the banks list and the overview show
+    else:
+        total, exact = approximate_count(rows.filter(occurred_at__isnull=False) if context["sort"] == "occurred"
+                                         else rows)
     context.update(entries=[(m, None, None) for m in listing.rows], next_cursor=listing.next_cursor,
                    prev_cursor=listing.prev_cursor,
                    total=total, total_exact=exact,
