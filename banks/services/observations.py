@@ -116,6 +116,28 @@ def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[st
     return observation
 
 
+def observation_import(*, bank: Bank, observation_id: str, text: str, actor: str, source_ids: list[str],
+                       scope: str, confidence: float, proof_count: int, created_at: datetime,
+                       updated_at: datetime) -> Observation | None:
+    """An observation as an archive carries it (its id, proof count and times kept); None when the bank
+    already holds that id (an import never overwrites an observation)."""
+    text = _text(text)
+    confidence = _confidence(confidence)
+    ids = _evidence_ids(_ids(source_ids), "source_ids")
+    if Observation.objects.filter(bank=bank, observation_id=observation_id).exists():
+        return None
+    embedded = _embed(bank, text)
+    with transaction.atomic():
+        observation = Observation.objects.create(
+            bank=bank, observation_id=observation_id[:64], text=text, scope=scope or "bank", confidence=confidence,
+            proof_count=max(1, proof_count), created_at=created_at, updated_at=updated_at, created_by=actor,
+            **embedded)
+        attach_evidence(observation, ids)
+        audit_record(actor=actor, action="observation.create", bank=bank, target_ids=[observation.observation_id],
+                     details={"source_ids": ids[:100], "imported": True})
+    return observation
+
+
 def observation_update(
     *, observation: Observation, actor: str, text: str | None = None, confidence: float | None = None,
     scope: str | None = None, add_source_ids: list[str] | None = None,

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
-from banks.models import Bank, Memory
+from banks.models import Bank, Memory, Observation
 from banks.providers import bank_embedder
 from banks.providers.embeddings import embedder_available
 from banks.providers.llm import get_llm
@@ -33,11 +33,13 @@ from banks.services.banks import bank_embedder_pin
 from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh
 from banks.services.entities import attach_entities_batch
 from banks.services.memory_rows import mentions_count, mentions_take, row_overwrite, rows_insert
+from banks.services.observations import observation_import
 from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from memoryhub.errors import InvalidInput, once_more_on_lock_conflict
 from portability.formats.ama import parse_iso
+from portability.observation_records import is_observation, observation_fields, observation_problem
 from portability.records import EntityRecord, MemoryRecord, RecordError, RecordSkipped, record_problem
 from portability.services.import_batches import after, batches, load
 from portability.services.import_graph import import_graph_apply
@@ -68,6 +70,7 @@ class ImportReport:
     conflicts: int = 0
     invalid: int = 0
     links: int = 0
+    observations: int = 0
     unresolved_links: int = 0
     entity_links: int = 0
     forgotten: int = 0
@@ -83,7 +86,7 @@ class ImportReport:
     def counts(self) -> dict[str, int]:
         return {"lines": self.lines, "imported": self.imported, "overwritten": self.overwritten,
                 "skipped": self.skipped, "duplicates": self.duplicates, "conflicts": self.conflicts,
-                "invalid": self.invalid, "links": self.links,
+                "invalid": self.invalid, "links": self.links, "observations": self.observations,
                 "unresolved_links": self.unresolved_links, "entity_links": self.entity_links,
                 "forgotten": self.forgotten, "archived": self.archived}
 
@@ -132,6 +135,8 @@ def line_problem(item: MemoryRecord | RecordError, seen_ids: dict[int, Any]) -> 
     if not item.text.strip():
         return "empty text"
     if (problem := record_problem(item)) is not None:
+        return problem
+    if is_observation(item) and (problem := observation_problem(item)) is not None:
         return problem
     if item.memory_id:
         key = _id_key(item.memory_id)
@@ -198,6 +203,7 @@ class _Importer:
     def run_batch(self, batch: list[MemoryRecord | RecordError]) -> None:
         report = self.report
         records: list[MemoryRecord] = []
+        observations: list[MemoryRecord] = []
         for item in batch:
             report.lines += 1
             if isinstance(item, RecordSkipped):
@@ -212,9 +218,34 @@ class _Importer:
                 assert isinstance(item, MemoryRecord)
                 if not item.memory_id:
                     item.memory_id = new_memory_id()
-                records.append(item)
-        if not records:
-            return
+                (observations if is_observation(item) else records).append(item)
+        if records:
+            self._memories(records)
+        # After the batch's memories: an observation's evidence points at them.
+        for record in observations:
+            self._observation(record)
+
+    def _observation(self, record: MemoryRecord) -> None:
+        report, fields = self.report, observation_fields(record)
+        if self.dry_run:
+            exists = Observation.objects.filter(bank=self.bank, observation_id=fields["observation_id"]).exists() \
+                or fields["observation_id"] in self.dry_ids
+            self.dry_ids.add(fields["observation_id"])
+        else:
+            try:
+                exists = observation_import(bank=self.bank, actor=self.actor, **fields) is None
+            except InvalidInput as exc:
+                report.invalid += 1
+                report.note(record.position, f"observation: {exc.message}")
+                return
+        if exists:
+            report.conflicts += 1
+            report.skipped += 1
+        else:
+            report.observations += 1
+
+    def _memories(self, records: list[MemoryRecord]) -> None:
+        report = self.report
         self._statistics_keep_up()
         hashes = [content_hash(r.text) for r in records]
         existing, live_hashes = _stored(self.bank, [r.memory_id or "" for r in records], hashes)

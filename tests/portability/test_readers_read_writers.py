@@ -100,3 +100,25 @@ def test_retained_at_travels_where_the_format_has_a_field_for_it(fmt, name, bank
     target = make_bank("copy")
     archive_import(bank=target, records=open_archive(tmp_path / name)[2], actor="t", extract_entities=False)
     assert Memory.objects.get(bank=target).retained_at == retained
+
+
+@pytest.mark.parametrize(("fmt", "name"), [("ama", "a.ama.jsonl"), ("csv", "a.csv")])
+def test_observations_travel_as_observations(fmt, name, bank, make_bank, tmp_path):
+    from banks.models import Observation
+    from banks.services.observations import observation_create
+
+    a = memory_retain(bank=bank, text="Ana Lima moved to Porto in May.", actor="t").memory
+    b = memory_retain(bank=bank, text="Ana Lima works from the Porto office.", actor="t").memory
+    original = observation_create(bank=bank, text="Ana lives and works in Porto.", actor="t",
+                                  source_ids=[a.memory_id, b.memory_id], confidence=0.8)
+    archive_export_as(bank=bank, dest=tmp_path / name, fmt=fmt, actor="t")
+    target = make_bank("copy")
+    for _ in range(2):  # a second run skips what is there
+        report = archive_import(bank=target, records=open_archive(tmp_path / name)[2], actor="t",
+                                extract_entities=False)
+    assert report.invalid == 0 and report.observations == 0 and report.skipped == 3, report.errors
+    assert Memory.objects.filter(bank=target).count() == 2
+    copy = Observation.objects.get(bank=target)
+    assert (copy.observation_id, copy.text, copy.confidence, copy.proof_count) == (
+        original.observation_id, original.text, original.confidence, original.proof_count)
+    assert sorted(copy.evidence.values_list("memory__memory_id", flat=True)) == sorted([a.memory_id, b.memory_id])
