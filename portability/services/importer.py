@@ -92,7 +92,8 @@ class ImportReport:
 
     def astrocyte_result(self) -> dict[str, int]:
         """Astrocyte's ImportResult numbers: stored, not stored, failed."""
-        return {"imported": self.imported + self.overwritten, "skipped": self.skipped + self.duplicates,
+        return {"imported": self.imported + self.overwritten + self.observations,
+                "skipped": self.skipped + self.duplicates,
                 "errors": self.invalid + (self.conflicts if self.on_conflict == "error" else 0)}
 
 

@@ -129,12 +129,12 @@ def test_an_operator_day(worker_roots, celery_worker, page, admin):
     shot(page, "08-transfer")
     page.locator("tr", has_text="sample.ama.jsonl").get_by_role("button", name="Preview").click()
     page.wait_for_selector(".job-state:text('succeeded')", timeout=60_000)
-    assert "would import 11" in page.locator("#job-status").inner_text()
+    assert "would import 10" in page.locator("#job-status").inner_text()  # and one observation
     page.get_by_role("button", name="Run this import").click()
     page.wait_for_selector("progress")
     page.wait_for_selector(".job-state:text('succeeded')", timeout=60_000)
     job = Job.objects.filter(kind="import").order_by("-pk").first()
-    assert job.counts["imported"] == 11 and not job.params["dry_run"]
+    assert job.counts["imported"] == 10 and job.counts["observations"] == 1 and not job.params["dry_run"]
     assert page.locator("progress").get_attribute("value") == page.locator("progress").get_attribute("max")
     shot(page, "09-import-done")
 

@@ -132,7 +132,8 @@ def test_dry_run_over_http_reports_line_errors(api, roots):
     (bank_folder(roots, "user-alice") / "s.ama.jsonl").write_bytes(
         (FIXTURES / "sample.ama.jsonl").read_bytes() + b"{broken\n")
     body = api.post("/v1/import", {**B, "path": str(roots / "s.ama.jsonl"), "dry_run": True}).json()
-    assert body["counts"]["imported"] == 11 and body["counts"]["duplicates"] == 1 and body["counts"]["invalid"] == 1
+    assert body["counts"]["imported"] == 10 and body["counts"]["observations"] == 1
+    assert body["counts"]["duplicates"] == 1 and body["counts"]["invalid"] == 1
     assert body["line_errors"][-1]["line"] == 14
     assert Memory.objects.count() == 0
 
@@ -157,7 +158,7 @@ def test_async_import_runs_on_the_worker_with_progress(worker_roots, celery_work
     job_id = started.json()["job_id"]
     done = wait_for(lambda: Job.objects.filter(pk=job_id, state__in=Job.FINISHED).first())
     assert done.state == "succeeded", done.message
-    assert done.counts["imported"] == 11 and done.progress_done == 12
+    assert done.counts["imported"] + done.counts["observations"] == 11 and done.progress_done == 12
     status = client.get(f"/v1/jobs/{job_id}", B).json()
     assert status["state"] == "succeeded" and status["result"]["imported"] == 11
 

@@ -21,11 +21,12 @@ def run(*args):
 def test_import_dry_run_then_import_then_export(bank, tmp_path):
     out = run("memory_import", "--bank", "user-alice", "--input", str(FIXTURES / "sample.ama.jsonl"), "--dry-run",
               "--root", str(FIXTURES))
-    assert "would import 11 new" in out and "line 8: duplicate content of memory 'm-0001'" in out
+    # Ten memories and one observation (m-0003 carries an observation's bookkeeping).
+    assert "would import 10 new" in out and "observations 1" in out and "line 8: duplicate content of memory 'm-0001'" in out
     assert Memory.objects.count() == 0
     out = run("memory_import", "--bank", "user-alice", "--input", str(FIXTURES / "sample.ama.jsonl"),
               "--root", str(FIXTURES))
-    assert "imported 11 new" in out and Memory.objects.count() == 11
+    assert "imported 10 new" in out and Memory.objects.count() == 10
     out = run("memory_export", "--bank", "user-alice", "--output", str(tmp_path / "out.ama.jsonl"))
     assert "exported 11" in out and (tmp_path / "out.ama.jsonl").exists()
 

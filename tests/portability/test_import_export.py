@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from banks.models import AuditEvent, Entity, Memory
+from banks.models import AuditEvent, Entity, Memory, Observation
 from banks.providers import get_embedder
 from banks.services.memories import memory_retain
 from banks.services.observations import observation_create
@@ -34,10 +34,11 @@ def run(bank, path, **kw):
 
 def test_the_shared_sample_imports_keeping_ids_types_and_entities(bank):
     report = run(bank, FIXTURES / "sample.ama.jsonl")
-    assert (report.imported, report.duplicates, report.invalid) == (11, 1, 0)
+    # m-0003 carries an observation's bookkeeping (_obs_source_ids): it comes in as an observation.
+    assert (report.imported, report.observations, report.duplicates, report.invalid) == (10, 1, 1, 0)
     assert report.errors == [{"line": 8, "reason": "duplicate content of memory 'm-0001'"}]
     assert Memory.objects.get(memory_id="m-0002").fact_type == "experience"
-    assert Memory.objects.get(memory_id="m-0003").fact_type == "observation"
+    assert Observation.objects.get(bank=bank, observation_id="m-0003").evidence.count() == 2
     assert Memory.objects.get(memory_id="m-0011").fact_type == "world"
     assert Memory.objects.get(memory_id="m-0001").source == "chat:session-17"
     assert Entity.objects.filter(bank=bank, name="Zoë").exists()
