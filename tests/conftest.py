@@ -146,3 +146,19 @@ from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 
 # The fakes of what is off this machine (an OpenAI-compatible server, a slow provider, an MCP session).
 pytest_plugins = ["tests.fakes"]
+
+# The statement-routing check (tests/bank_routing.py): off unless MEMORYHUB_BANK_ROUTING=report|strict.
+from tests import bank_routing  # noqa: E402
+from tests.bank_routing import bank_routing_check  # noqa: E402,F401  (autouse fixture)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    bank_routing.configure(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    bank_routing.session_start(session)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    bank_routing.summary(terminalreporter, config)

@@ -1,0 +1,219 @@
+"""The statement-routing check: every statement on a bank's rows names one bank.
+
+Distributed by ``bank_id`` (docs/scaling.md, Citus), a statement that does not pin one bank goes to
+every shard. With ``MEMORYHUB_BANK_ROUTING=report`` (or ``strict``) every SQL statement the tests
+send through Django is looked at: one that touches a bank-scoped table must pin the bank by equality
+on ``bank_id`` (a parameter or a literal, or a join on another table's ``bank_id``), or insert rows
+that carry ``bank_id``. The code that sent it is found on the stack; statements sent from the
+allow-list below are let through. ``report`` lists the others at the end of the run; ``strict`` fails
+the test that sent one. The allow-list is printed with its reasons either way.
+
+The check reads the statement's text, not a parse tree: a statement pinned in one sub-select and not
+in another passes. It is a net for the common mistakes (a lookup by surrogate ``id`` alone, a
+``pk__in`` over several banks), not a proof.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODE_VARIABLE = "MEMORYHUB_BANK_ROUTING"
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_DIRS = ("banks", "curation", "portability", "agents", "memoryhub", "config")
+
+# Tables that carry ``bank_id`` but are not distributed by it (docs/scaling.md says why):
+# audit events and jobs outlive their bank (nullable bank, kept on the coordinator); memberships are
+# read by user across banks (whose banks may this operator see); webhook sources are found by their
+# own id in the URL before any bank is known.
+COORDINATOR_TABLES = frozenset({"banks_auditevent", "banks_job", "banks_bankmembership", "banks_webhooksource"})
+
+# (file under the project, function or "*", reason): statements sent from there may span banks.
+ALLOW_LIST: tuple[tuple[str, str, str], ...] = (
+    ("banks/selectors/bank_health.py", "*", "cross-bank admin view: the health of every bank"),
+    ("banks/selectors/stats.py", "*", "cross-bank admin view: counts over every bank"),
+    ("banks/api/views_admin.py", "*", "cross-bank admin API: the list of banks with their counts"),
+    ("banks/selectors/tenant_storage.py", "*", "a tenant's storage is summed over its banks"),
+    ("banks/services/dsar.py", "*", "a tenant's erasure spans the tenant's banks, each checked for admin"),
+    ("banks/services/lifecycle.py", "*", "maintenance: the lifecycle pass walks every bank's expired rows"),
+    ("banks/services/vector_indexes.py", "bank_vector_indexes_grow",
+     "maintenance: finds the banks grown past the own-index threshold, over all banks"),
+    ("banks/vectors.py", "estimated_rows",
+     "an EXPLAIN for the planner's estimate of the shared graph's size: no row is read"),
+    ("portability/tasks.py", "sweep_jobs", "maintenance: the periodic job sweep looks at every bank's jobs"),
+)
+
+
+@dataclass
+class Finding:
+    where: str
+    shape: str
+    tests: set[str] = field(default_factory=set)
+
+
+@dataclass
+class RoutingCheck:
+    strict: bool
+    tables: frozenset[str]
+    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)
+    allowed: dict[str, int] = field(default_factory=dict)
+    current_test: str = ""
+    failures: list[str] = field(default_factory=list)
+
+
+_TABLE = re.compile(r'"?\b(banks_[a-z_]+|portability_[a-z_]+)\b"?')
+_PIN = re.compile(r'"?bank_id"?\s*(=\s*(%s|\$\d+|\d+|\'[^\']*\'|"?[a-z_]+"?\."?bank_id\b)|IN\s*\(\s*(%s|\d+)\s*\))',
+                  re.IGNORECASE)
+_INSERT = re.compile(r'^\s*INSERT\s+INTO\s+"?([a-z_]+)"?\s*\(([^)]*)\)', re.IGNORECASE)
+_LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+\b")
+_SKIP = re.compile(r"^\s*(SAVEPOINT|RELEASE|ROLLBACK|BEGIN|COMMIT|SET|SHOW|LOCK|CREATE|DROP|ALTER|ANALYZE|VACUUM"
+                   r"|SELECT\s+pg_|SELECT\s+set_config|TRUNCATE|COPY)\b", re.IGNORECASE)
+
+
+def bank_tables() -> frozenset[str]:
+    from django.apps import apps
+
+    from banks.models import Bank
+
+    return frozenset(
+        model._meta.db_table for model in apps.get_models()
+        if any(f.is_relation and f.related_model is Bank for f in model._meta.concrete_fields)
+    ) - COORDINATOR_TABLES
+
+
+def pins_one_bank(sql: str, tables: frozenset[str]) -> bool:
+    """Whether ``sql`` names no bank table, or pins one bank."""
+    if _SKIP.match(sql):
+        return True
+    touched = {name for name in _TABLE.findall(sql) if name in tables}
+    if not touched:
+        return True
+    insert = _INSERT.match(sql)
+    if insert and insert.group(1) in tables and "bank_id" in insert.group(2):
+        return True
+    return bool(_PIN.search(sql))
+
+
+def shape(sql: str) -> str:
+    return " ".join(_LITERALS.sub("?", sql).split())[:300]
+
+
+def _sender() -> tuple[str, str] | None:
+    """The innermost project frame (file relative to the project, function) that sent the statement."""
+    for frame in reversed(traceback.extract_stack()):
+        path = Path(frame.filename)
+        try:
+            relative = path.resolve().relative_to(ROOT)
+        except ValueError:
+            continue
+        if relative.parts and relative.parts[0] in PROJECT_DIRS:
+            return str(relative), frame.name
+    return None
+
+
+def _allowed(sender: tuple[str, str] | None) -> str | None:
+    if sender is None:
+        return None
+    for file, function, _reason in ALLOW_LIST:
+        if sender[0] == file and function in ("*", sender[1]):
+            return f"{file}:{function}"
+    return None
+
+
+def _allowed_anywhere_on_stack() -> str | None:
+    for frame in reversed(traceback.extract_stack()):
+        try:
+            relative = str(Path(frame.filename).resolve().relative_to(ROOT))
+        except ValueError:
+            continue
+        hit = _allowed((relative, frame.name))
+        if hit:
+            return hit
+    return None
+
+
+def wrapper(check: RoutingCheck) -> Callable[..., Any]:
+    def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        if isinstance(sql, str) and not pins_one_bank(sql, check.tables):
+            allowed = _allowed_anywhere_on_stack()
+            if allowed:
+                check.allowed[allowed] = check.allowed.get(allowed, 0) + 1
+            elif (sender := _sender()) is not None:  # the tests' own looks at the database are not checked
+                where = f"{sender[0]}:{sender[1]}"
+                key = (where, shape(sql))
+                finding = check.findings.setdefault(key, Finding(where, key[1]))
+                finding.tests.add(check.current_test)
+                if check.strict:
+                    check.failures.append(f"{where}: {key[1]}")
+        return execute(sql, params, many, context)
+
+    return execute
+
+
+def mode() -> str:
+    return os.environ.get(MODE_VARIABLE, "").strip().lower()
+
+
+@pytest.fixture(autouse=True)
+def bank_routing_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    check: RoutingCheck | None = getattr(request.config, "_bank_routing", None)
+    if check is None:
+        yield
+        return
+    from django.db import connections
+
+    check.current_test = request.node.nodeid
+    check.failures = []
+    hooks = [connections[alias].execute_wrapper(wrapper(check)) for alias in connections]
+    for hook in hooks:
+        hook.__enter__()
+    try:
+        yield
+    finally:
+        for hook in reversed(hooks):
+            hook.__exit__(*sys.exc_info())
+    if check.failures:
+        pytest.fail("statements not pinned to one bank:\n  " + "\n  ".join(sorted(set(check.failures))))
+
+
+def configure(config: pytest.Config) -> None:
+    wanted = mode()
+    if wanted not in ("report", "strict"):
+        return
+    config._bank_routing = None  # type: ignore[attr-defined]  # set once Django is ready (session start)
+    config._bank_routing_strict = wanted == "strict"  # type: ignore[attr-defined]
+
+
+def session_start(session: pytest.Session) -> None:
+    config = session.config
+    if not hasattr(config, "_bank_routing_strict"):
+        return
+    import django
+
+    django.setup()
+    config._bank_routing = RoutingCheck(strict=config._bank_routing_strict, tables=bank_tables())  # type: ignore[attr-defined]
+
+
+def summary(terminalreporter: Any, config: pytest.Config) -> None:
+    check: RoutingCheck | None = getattr(config, "_bank_routing", None)
+    if check is None:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("statements routed to one bank")
+    write(f"bank-scoped tables: {', '.join(sorted(check.tables))}")
+    write(f"coordinator tables (not checked): {', '.join(sorted(COORDINATOR_TABLES))}")
+    write("allow-list (statements sent from here may span banks):")
+    for file, function, reason in ALLOW_LIST:
+        seen = check.allowed.get(f"{file}:{function}", 0)
+        write(f"  {file}:{function} -- {reason} ({seen} statements in this run)")
+    write(f"statements that do not pin one bank: {len(check.findings)} distinct")
+    for finding in sorted(check.findings.values(), key=lambda f: (f.where, f.shape)):
+        write(f"  {finding.where} ({len(finding.tests)} tests): {finding.shape}")
