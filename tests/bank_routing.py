@@ -74,6 +74,7 @@ _PIN = re.compile(r'"?bank_id"?\s*(=\s*(%s|\$\d+|\d+|\'[^\']*\'|"?[a-z_]+"?\."?b
                   re.IGNORECASE)
 _INSERT = re.compile(r'^\s*INSERT\s+INTO\s+"?([a-z_]+)"?\s*\(([^)]*)\)', re.IGNORECASE)
 _LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+\b")
+_SELECT_LIST = re.compile(r"^SELECT .*? FROM", re.IGNORECASE)
 _SKIP = re.compile(r"^\s*(SAVEPOINT|RELEASE|ROLLBACK|BEGIN|COMMIT|SET|SHOW|LOCK|CREATE|DROP|ALTER|ANALYZE|VACUUM"
                    r"|SELECT\s+pg_|SELECT\s+set_config|TRUNCATE|COPY)\b", re.IGNORECASE)
 
@@ -103,7 +104,9 @@ def pins_one_bank(sql: str, tables: frozenset[str]) -> bool:
 
 
 def shape(sql: str) -> str:
-    return " ".join(_LITERALS.sub("?", sql).split())[:300]
+    """The statement without its values or its select list (which the ORM spells column by column)."""
+    text = " ".join(_LITERALS.sub("?", sql).split())
+    return _SELECT_LIST.sub("SELECT … FROM", text, count=1)[:300]
 
 
 def _sender() -> tuple[str, str] | None:
