@@ -47,7 +47,7 @@ from banks.models import Bank, Memory  # noqa: E402
 from banks.providers import get_embedder  # noqa: E402
 from banks.recall_fusion import RecallConfig  # noqa: E402
 from banks.selectors.recall import RecallFilters, recall_bank  # noqa: E402
-from banks.services.memory_rows import turn_contexts_fill  # noqa: E402
+from banks.services.memory_rows import rows_contexts_rebuild  # noqa: E402
 
 VOCAB = [f"w{i}" for i in range(5000)]
 TOPICS = ["billing", "deploy", "oncall", "pager", "release", "invoice", "customer", "refund", "latency", "backup"]
@@ -85,8 +85,10 @@ def populate(bank: Bank, n: int, seed: int = 1, synthetic: bool = False, convers
         Memory.objects.bulk_create(batch)
     if conversations:
         # Each turn's context as every writer gets it (banks.turn_context), through the owner of memory
-        # rows; the random vectors are left as they are.
-        turn_contexts_fill(bank=bank, vectors=False)
+        # rows; the bench's vectors are left as they are.
+        last: int | None = 0
+        while last is not None:
+            _, _, last = rows_contexts_rebuild(bank=bank, after_pk=last, batch=5000, vectors=False)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE banks_memory")
 

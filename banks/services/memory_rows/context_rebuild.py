@@ -35,11 +35,12 @@ RETURNING id
 """
 
 
-def rows_contexts_rebuild(*, bank: Bank, after_pk: int, batch: int) -> tuple[int, int, int | None]:
+def rows_contexts_rebuild(*, bank: Bank, after_pk: int, batch: int, vectors: bool = True) -> tuple[int, int, int | None]:
     """Rebuild the sessions and contexts of the next ``batch`` rows of ``bank`` after ``after_pk``.
 
     Returns (rows looked at, contexts changed, the last pk looked at or None when the bank is done).
-    One transaction per batch; the vectors follow once it commits."""
+    One transaction per batch; the vectors follow once it commits (unless ``vectors`` is False: a bench's
+    bulk load keeps its own)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT count(*), max(id) FROM (SELECT id FROM banks_memory WHERE bank_id = %s AND id > %s "
                        "ORDER BY id LIMIT %s) s", [bank.pk, after_pk, batch])
@@ -49,13 +50,13 @@ def rows_contexts_rebuild(*, bank: Bank, after_pk: int, batch: int) -> tuple[int
         cursor.execute(_SESSIONS_SQL, [bank.pk, after_pk, last])
         cursor.execute(_CLEAR_SQL, [bank.pk, after_pk, last])
         cleared = [row[0] for row in cursor.fetchall()]
-        if cleared:
+        if cleared and vectors:
             transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=cleared), robust=True)
         cursor.execute("SELECT id FROM banks_memory WHERE bank_id = %s AND id > %s AND id <= %s "
                        "AND session_key IS NOT NULL AND archived_at IS NULL AND forgotten_at IS NULL",
                        [bank.pk, after_pk, last])
         turns = [row[0] for row in cursor.fetchall()]
-        changed = turn_context_refresh(bank=bank, pks=turns) if turns else 0
+        changed = turn_context_refresh(bank=bank, pks=turns, vectors=vectors) if turns else 0
         return int(seen), changed + len(cleared), int(last)
 
 

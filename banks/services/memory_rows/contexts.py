@@ -71,12 +71,13 @@ def _new_contexts(bank: Bank, pks: list[int]) -> dict[int, str | None]:
     return changed
 
 
-def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool = False) -> int:
+def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool = False, vectors: bool = True) -> int:
     """Recompute the contexts the rows ``pks`` of ``bank`` touch (see the module); returns how many changed.
 
     ``text_changed``: the rows got a new text (and a vector of it alone): the turns among them are embedded
     again with their context even where it did not change. Runs in the caller's transaction; the vectors
-    follow after its commit (``turn_vectors_refresh``)."""
+    follow after its commit (``turn_vectors_refresh``), unless ``vectors`` is False (a bench's bulk load
+    keeps vectors of its own)."""
     keys = sorted({int(pk) for pk in pks})
     if not keys:
         return 0
@@ -87,7 +88,7 @@ def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool =
             cursor.execute("SELECT id FROM banks_memory WHERE bank_id = %s AND id = ANY(%s) AND context IS NOT NULL",
                            [bank.pk, keys])
             embed |= {row[0] for row in cursor.fetchall()}
-    if embed:
+    if embed and vectors:
         again = sorted(embed)
         # robust: a provider failing then leaves those vectors as they were (the write stands), logged.
         transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=again), robust=True)
@@ -100,43 +101,6 @@ def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool =
         cursor.execute("UPDATE banks_memory m SET context = v.context "
                        "FROM unnest(%s::bigint[], %s::text[]) AS v(id, context) "
                        "WHERE m.id = v.id AND m.bank_id = %s", [ids, [changed[i] for i in ids], bank.pk])
-    return len(ids)
-
-
-def turn_contexts_fill(*, bank: Bank, vectors: bool = True) -> int:
-    """Give every live turn of ``bank`` that has no context yet its context, a session at a time in one
-    pass over the bank (a bulk load that wrote rows without them); returns how many were written.
-
-    ``vectors``: the turns' vectors are made again with their contexts after the commit; a loader that
-    keeps vectors of its own (a bench's random ones) passes False."""
-    window = context_turns(bank.config)
-    if not window:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT id, session_key, text, metadata, COALESCE(occurred_at, created_at), context "
-                       "FROM banks_memory WHERE bank_id = %s AND session_key IS NOT NULL AND archived_at IS NULL "
-                       "AND forgotten_at IS NULL ORDER BY session_key, created_at, id", [bank.pk])
-        rows = cursor.fetchall()
-    changed: dict[int, str | None] = {}
-    start = 0
-    while start < len(rows):
-        end = start
-        while end < len(rows) and rows[end][1] == rows[start][1]:
-            end += 1
-        session = rows[start:end]
-        turns = [Turn(pk=r[0], text=r[2], speaker=speaker_of(_metadata(r[3]), r[2]), when=r[4]) for r in session]
-        missing = {r[0] for r in session if r[5] is None}
-        changed.update((pk, context) for pk, context in session_contexts(turns, window).items()
-                       if pk in missing and context is not None)
-        start = end
-    ids = list(changed)
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE banks_memory m SET context = v.context "
-                       "FROM unnest(%s::bigint[], %s::text[]) AS v(id, context) "
-                       "WHERE m.id = v.id AND m.bank_id = %s AND m.context IS NULL",
-                       [ids, [changed[i] for i in ids], bank.pk])
-    if vectors and ids:
-        transaction.on_commit(lambda: turn_vectors_refresh(bank=bank, pks=ids), robust=True)
     return len(ids)
 
 

@@ -12,7 +12,7 @@ from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.graph import entity_link_create
 from banks.services.memories import memory_update, nearest_live_memory
-from banks.services.memory_rows import turn_contexts_fill
+from banks.services.memory_rows import rows_contexts_rebuild
 from banks.services.vector_indexes import bank_vector_index_adopt
 from memoryhub.errors import Conflict
 from tests.factories import entity, make_bank, make_import, make_link, make_memory, row_invariant_breaks
@@ -170,7 +170,7 @@ def test_an_import_never_overwrites_an_erased_memory():
     assert row_invariant_breaks() == {}
 
 
-def test_filling_contexts_after_a_bulk_load_gives_each_turn_the_context_a_retain_gives_it():
+def test_a_bulk_load_gets_the_contexts_a_retain_gives_keeping_its_own_vectors(django_capture_on_commit_callbacks):
     bank = make_bank("fill-contexts")
     for i, (role, text) in enumerate([("user", "Where is the billing runbook?"),
                                       ("assistant", "It lives in the ops wiki under billing."),
@@ -179,13 +179,16 @@ def test_filling_contexts_after_a_bulk_load_gives_each_turn_the_context_a_retain
     make_memory(bank, "A note outside any conversation.")
     retained = dict(Memory.objects.filter(bank=bank).values_list("memory_id", "context"))
     assert retained["t1"] and retained["t2"]
-    # As a bulk load leaves them (tests may age rows): no contexts yet.
+    # As a bench's bulk load leaves them (tests may age rows): no contexts, vectors of its own.
     Memory.objects.filter(bank=bank).update(context=None)
+    vectors = {m.memory_id: list(m.embedding) for m in Memory.objects.filter(bank=bank)}
 
-    assert turn_contexts_fill(bank=bank, vectors=False) == sum(1 for c in retained.values() if c)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        looked, changed, last = rows_contexts_rebuild(bank=bank, after_pk=0, batch=100, vectors=False)
 
+    assert (looked, changed) == (4, sum(1 for c in retained.values() if c)) and not callbacks
     assert dict(Memory.objects.filter(bank=bank).values_list("memory_id", "context")) == retained
-    assert turn_contexts_fill(bank=bank, vectors=False) == 0
+    assert {m.memory_id: list(m.embedding) for m in Memory.objects.filter(bank=bank)} == vectors
 
 
 def test_a_bulk_move_copies_the_graph_edges_between_the_entities_its_rows_mention():
