@@ -13,6 +13,7 @@ from django.http import HttpRequest
 
 from banks.access import principal_for_user
 from banks.admin.scale import FixedChoicesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
+from banks.admin.scope import BankScopedAdmin
 from banks.content import content_hash
 from banks.models import Bank, Entity, EntityLink, Memory, MemoryLink
 from banks.services.forget import memory_forget
@@ -79,7 +80,7 @@ class MemoryAdminForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(ScaledAdmin):
+class MemoryAdmin(BankScopedAdmin, ScaledAdmin):
     form = MemoryAdminForm
     list_display = ("memory_id", "bank", "short_text", "fact_type", "retained_at", "archived_at", "forgotten_at")
     list_filter = (FactTypeFilter, ("archived_at", admin.EmptyFieldListFilter),
@@ -148,7 +149,7 @@ class MemoryAdmin(ScaledAdmin):
 
 
 @admin.register(Entity)
-class EntityAdmin(ReadOnlyAdmin):
+class EntityAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("name", "entity_id", "entity_type", "bank", "mention_count")
     search_fields = ("entity_id", "name")
     search_help_text = "An entity id or exact name."
@@ -159,7 +160,7 @@ class EntityAdmin(ReadOnlyAdmin):
 
 
 @admin.register(EntityLink)
-class EntityLinkAdmin(ReadOnlyAdmin):
+class EntityLinkAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("entity_a", "link_type", "entity_b", "confidence", "bank")
     search_fields = ("entity_a__entity_id", "entity_b__entity_id")
     search_help_text = "The id of either entity."
@@ -171,7 +172,7 @@ class EntityLinkAdmin(ReadOnlyAdmin):
 
 
 @admin.register(MemoryLink)
-class MemoryLinkAdmin(ReadOnlyAdmin):
+class MemoryLinkAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("source", "link_type", "target", "bank")
     search_fields = ("source__memory_id", "target__memory_id")
     search_help_text = "The id of either memory."

@@ -13,6 +13,7 @@ from banks import models
 from banks.access import principal_for_user
 from banks.admin.memories import admin_actor, full_text
 from banks.admin.scale import FixedChoicesFilter, IndexedValuesFilter, ReadOnlyAdmin, ScaledAdmin, exact_id
+from banks.admin.scope import BankScopedAdmin, tokens_within_banks
 from banks.services.banks import bank_delete, bank_update
 from banks.services.memberships import membership_remove, membership_set
 from banks.services.observations import observation_invalidate
@@ -24,7 +25,8 @@ RELATED_SHOWN = 20
 
 
 @admin.register(models.Bank)
-class BankAdmin(ScaledAdmin):
+class BankAdmin(BankScopedAdmin, ScaledAdmin):
+    bank_field = "pk"
     list_display = ("bank_id", "name", "last_activity_at", "created_at", "deleted_at")
     search_fields = ("bank_id", "name")
     list_filter = ("deleted_at",)
@@ -73,7 +75,7 @@ class BankAdmin(ScaledAdmin):
 
 
 @admin.register(models.BankMembership)
-class BankMembershipAdmin(ScaledAdmin):
+class BankMembershipAdmin(BankScopedAdmin, ScaledAdmin):
     list_display = ("user", "bank", "role", "created_at")
     list_filter = ("role",)
     search_fields = ("user__username", "bank__bank_id")
@@ -98,7 +100,7 @@ class BankMembershipAdmin(ScaledAdmin):
 
 
 @admin.register(models.Observation)
-class ObservationAdmin(ReadOnlyAdmin):
+class ObservationAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("observation_id", "bank", "scope", "proof_count", "confidence", "updated_at", "invalidated_at")
     list_filter = (("invalidated_at", admin.EmptyFieldListFilter),)
     search_fields = ("observation_id", "text")
@@ -133,7 +135,7 @@ class ModelKindFilter(FixedChoicesFilter):
 
 
 @admin.register(models.MentalModel)
-class MentalModelAdmin(ReadOnlyAdmin):
+class MentalModelAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("model_id", "bank", "kind", "title", "scope", "revision", "is_active", "deleted_at")
     list_filter = (ModelKindFilter, "is_active", ("deleted_at", admin.EmptyFieldListFilter))
     search_fields = ("model_id",)
@@ -151,7 +153,8 @@ class MentalModelAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.MentalModelRevision)
-class MentalModelRevisionAdmin(ReadOnlyAdmin):
+class MentalModelRevisionAdmin(BankScopedAdmin, ReadOnlyAdmin):
+    bank_field = "model__bank"  # the model's bank is indexed; the revision's own copy is not
     list_display = ("model", "number", "action", "author", "created_at")
     search_fields = ("model__model_id",)
     search_help_text = "A model id."
@@ -163,7 +166,7 @@ class MentalModelRevisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.WikiPage)
-class WikiPageAdmin(ReadOnlyAdmin):
+class WikiPageAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("page_id", "bank", "scope", "title", "revision", "updated_at")
     search_fields = ("page_id",)
     search_help_text = "A page id."
@@ -179,7 +182,7 @@ class AuditActionFilter(IndexedValuesFilter):
 
 
 @admin.register(models.AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
+class AuditEventAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("created_at", "actor", "action", "bank_ref", "compliance", "reason")
     # Fixed periods (no query to build them), unlike date_hierarchy's DISTINCT over the whole log.
     list_filter = (AuditActionFilter, "compliance", ("created_at", admin.DateFieldListFilter))
@@ -191,12 +194,16 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(ScaledAdmin):
+class ApiTokenAdmin(BankScopedAdmin, ScaledAdmin):
     list_display = ("name", "prefix", "created_at", "expires_at", "revoked_at", "last_used_at")
     list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
     search_fields = ("name", "prefix")
     readonly_fields = ("prefix", "secret_hash", "grants", "created_by", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke_selected",)
+
+    def scope(self, queryset: QuerySet[Any], user: Any) -> QuerySet[Any]:
+        # Not one bank's row: a staff user sees the tokens they minted or whose grants lie within their banks.
+        return tokens_within_banks(queryset, user)
 
     def search_condition(self, term: str) -> Q | None:
         return Q(prefix=term) | Q(name=term)
@@ -224,7 +231,7 @@ class JobKindFilter(IndexedValuesFilter):
 
 
 @admin.register(models.Job)
-class JobAdmin(ReadOnlyAdmin):
+class JobAdmin(BankScopedAdmin, ReadOnlyAdmin):
     list_display = ("id", "kind", "state", "bank", "progress_done", "progress_total", "created_at", "finished_at")
     list_filter = (JobKindFilter, "state")
     search_fields = ("id", "bank__bank_id")
@@ -236,7 +243,7 @@ class JobAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.WebhookSource)
-class WebhookSourceAdmin(ScaledAdmin):
+class WebhookSourceAdmin(BankScopedAdmin, ScaledAdmin):
     """Sources that may push to /v1/ingest/webhook/<source_id>, each signing with its own secret."""
 
     list_display = ("source_id", "bank", "enabled", "signature_scheme", "last_delivery_at", "last_error_at",
