@@ -21,6 +21,9 @@ REFLECT_RECALL_RESULTS = 20
 class ReflectOutcome:
     answer: str
     confidence: float | None
+    # Which language model answered: "extractive" (no model configured) stitches recalled sentences
+    # together, and its confidence is only their word overlap with the question, not a judgement.
+    answered_by: str = ""
     sources: list[RecallHit] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     directives: list[str] = field(default_factory=list)
@@ -49,5 +52,5 @@ def reflect(
     by_id = {h.memory_id: h for h in evidence}
     sources = [by_id[i] for i in answer.cited_ids if i in by_id]
     usage_record_reflect(banks, sources)
-    return ReflectOutcome(answer=answer.text, confidence=answer.confidence, sources=sources,
-                          observations=observations, directives=directives)
+    return ReflectOutcome(answer=answer.text, confidence=answer.confidence, answered_by=get_llm().name,
+                          sources=sources, observations=observations, directives=directives)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from django import template
@@ -26,6 +27,13 @@ def day(value: datetime | None, empty: str = "—") -> str:
         return empty
     local = timezone.localtime(value) if timezone.is_aware(value) else value
     return format_html('<time datetime="{}">{}</time>', value.isoformat(), local.strftime("%Y-%m-%d"))
+
+
+@register.filter
+def as_json(value: object) -> str:
+    """A stored JSON value as JSON (double quotes, true/false/null), indented: what an API client sends
+    and gets back, not Python's repr. Escaped by the template like any text."""
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
 @register.filter

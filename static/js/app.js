@@ -108,3 +108,29 @@ document.addEventListener("change", function (event) {
   if (!all) { return; }
   document.querySelectorAll("[data-select-row]").forEach(function (box) { box.checked = all.checked; });
 });
+
+// On a phone a table's rows become cards and its header row is hidden (app.css): each cell carries its
+// column's name (data-label, shown before the value) so a card still says what each number is.
+(function () {
+  function labelCells() {
+    document.querySelectorAll("table.table").forEach(function (table) {
+      var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.trim();
+      });
+      if (!heads.length) { return; }
+      table.querySelectorAll("tbody tr").forEach(function (tr) {
+        Array.prototype.forEach.call(tr.children, function (cell, i) {
+          if (heads[i] && !cell.hasAttribute("data-label") && !cell.hasAttribute("colspan")) {
+            cell.setAttribute("data-label", heads[i]);
+          }
+        });
+      });
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", labelCells);
+  } else {
+    labelCells();
+  }
+  document.addEventListener("htmx:afterSettle", labelCells);
+})();
