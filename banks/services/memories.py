@@ -33,7 +33,9 @@ from banks.services.memory_rows import (
     row_update,
     rows_archive,
     rows_restore,
+    turn_context_ahead,
 )
+from banks.turn_context import embedding_text
 from banks.vectors import distance_sql, nearest_rows, prepare_graph_walk, vector_literal, vector_scope
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
@@ -214,18 +216,21 @@ def memory_retain(
     duplicate = _exact_duplicate(bank, digest)
     if duplicate:
         return duplicate
-    vector = embedder.embed([text])[0]
+    now = timezone.now()
+    created = created_at or occurred_at or now
+    # A conversation turn following stored turns of its session is embedded once, with its context.
+    context = turn_context_ahead(bank=bank, text=text, metadata=metadata, created_at=created, occurred_at=occurred_at)
+    vector = embedder.embed([embedding_text(text, context)])[0]
     if near_dedup:
         duplicate = _near_duplicate(bank, text, vector, embedder.dimensions, embedder.name)
         if duplicate:
             return duplicate
     if entities is None and extract_entities:
         entities = [{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(text)]
-    now = timezone.now()
     memory = Memory(
         bank=bank, memory_id=memory_id or new_memory_id(), text=text, fact_type=fact_type or "world",
         memory_layer=memory_layer, tags=tags, metadata=metadata, occurred_at=occurred_at, retained_at=now,
-        created_at=created_at or occurred_at or now, updated_at=now, source=source, pii=pii, content_hash=digest,
+        created_at=created, updated_at=now, source=source, pii=pii, content_hash=digest, context=context,
         embedding=vector, embedding_model=embedder.name, embedding_dims=embedder.dimensions,
     )
     try:

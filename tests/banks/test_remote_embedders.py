@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,14 +28,14 @@ def vector_of(text: str) -> list[float]:
 
 class EmbeddingServer(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]] = []
-    # Refuse texts holding a line break (a conversation turn with its context: banks.turn_context).
-    refuse_contexts = False
+    # Refuse any batch holding a text that contains this (a turn whose context is being refreshed).
+    refuse_containing: str | None = None
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         EmbeddingServer.requests.append({"path": self.path, "body": body})
         texts = body.get("inputs") or body.get("input") or []
-        if EmbeddingServer.refuse_contexts and any("\n" in t for t in texts):
+        if EmbeddingServer.refuse_containing and any(EmbeddingServer.refuse_containing in t for t in texts):
             self.send_response(400)
             self.end_headers()
             return
@@ -64,7 +65,7 @@ class EmbeddingServer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    EmbeddingServer.requests, EmbeddingServer.refuse_contexts = [], False
+    EmbeddingServer.requests, EmbeddingServer.refuse_containing = [], None
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingServer)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -134,12 +135,20 @@ def test_a_bank_on_a_local_server_retains_and_recalls_with_its_vectors(server):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_server_failing_on_a_turns_context_leaves_the_retain_stored(server):
-    EmbeddingServer.refuse_contexts = True
     bank = Bank.objects.create(bank_id="flaky", embedding_provider=f"tei:bge@{server}")
-    for text in ("We adopted Biscuit on Saturday.", "He is shy on stairs."):
+    start = datetime(2024, 3, 2, 10, 0, tzinfo=UTC)
+
+    def retain(text: str, second: int) -> None:
         outcome = memory_retain(bank=bank, text=text, actor="t", metadata={"session_id": "s", "role": "user"},
-                                near_dedup=False)
-        assert outcome.stored  # the write stands; its vector stays the one of its text alone
+                                created_at=start + timedelta(seconds=second), near_dedup=False)
+        assert outcome.stored
+
+    retain("He is shy on stairs.", 2)
+    before = Memory.objects.get(bank=bank, text="He is shy on stairs.")
+    # The turn before it arrives late: its own vector is made (with its context) before the write; the
+    # follower's, made again after the commit with its new context, is refused by the server.
+    EmbeddingServer.refuse_containing = "He is shy on stairs."
+    retain("We adopted Biscuit on Saturday.", 1)  # the write stands
     reply = Memory.objects.get(bank=bank, text="He is shy on stairs.")
     assert "We adopted Biscuit" in (reply.context or "")
-    assert list(reply.embedding) == pytest.approx(vector_of("He is shy on stairs."))
+    assert list(reply.embedding or []) == pytest.approx(list(before.embedding or []))  # its vector stays as it was

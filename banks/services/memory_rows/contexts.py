@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
 
 from banks.models import Bank
 from banks.providers import bank_embedder
-from banks.turn_context import Turn, context_turns, embedding_text, session_contexts, speaker_of
+from banks.turn_context import (
+    Turn,
+    compose_context,
+    context_turns,
+    embedding_text,
+    session_contexts,
+    speaker_of,
+)
 from banks.vectors import vector_literal
 
 # A written row's session, and the turns around it: ``reach`` before (their contexts are not rewritten,
@@ -69,6 +77,38 @@ def _new_contexts(bank: Bank, pks: list[int]) -> dict[int, str | None]:
             if context != stored[pk]:
                 changed[pk] = context
     return changed
+
+
+# The turns a new row will follow in its session (the session from its metadata, by the rule the insert
+# trigger applies): stored live turns created no later than it (its id, given at insert, is the highest).
+_PRECEDING_SQL = """
+SELECT s.key, p.text, p.metadata, COALESCE(p.occurred_at, p.created_at)
+FROM (SELECT memoryhub_session_key_of(%(metadata)s::jsonb) AS key) s
+LEFT JOIN LATERAL (
+    SELECT m.text, m.metadata, m.occurred_at, m.created_at, m.id FROM banks_memory m
+    WHERE m.bank_id = %(bank)s AND m.session_key = s.key AND m.archived_at IS NULL AND m.forgotten_at IS NULL
+      AND m.created_at <= %(created)s
+    ORDER BY m.created_at DESC, m.id DESC LIMIT %(window)s) p ON true
+"""
+
+
+def turn_context_ahead(*, bank: Bank, text: str, metadata: dict[str, Any], created_at: datetime,
+                       occurred_at: datetime | None) -> str | None:
+    """The context a row about to be inserted will have, from the turns of its session already stored
+    (None outside a conversation or with the context off): read before the row's vector is made, so a
+    turn is embedded once, with its context. The insert's refresh finds it current and embeds nothing
+    again unless a turn landed in between (then it rewrites it, and the vector follows the commit)."""
+    window = context_turns(bank.config)
+    with connection.cursor() as cursor:
+        cursor.execute(_PRECEDING_SQL, {"metadata": json.dumps(metadata), "bank": bank.pk, "created": created_at,
+                                        "window": window})
+        rows = cursor.fetchall()
+    if not rows or rows[0][0] is None or not window:
+        return None
+    previous = [Turn(pk=0, text=r[1], speaker=speaker_of(_metadata(r[2]), r[1]), when=r[3])
+                for r in reversed(rows) if r[1] is not None]
+    new = Turn(pk=0, text=text, speaker=speaker_of(metadata, text), when=occurred_at or created_at)
+    return compose_context(new, previous)
 
 
 def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool = False, vectors: bool = True) -> int:

@@ -74,9 +74,10 @@ def row_insert(memory: Memory) -> None:
     """Store the new ``memory`` (a retain), taking back its id and what the insert triggers derived
     from its bank (the vector-index tier, the text search configuration)."""
     memory.pk, memory.own_vector_index, memory.search_config, memory.session_key = insert_row(
-        memory, COLUMNS, ("id", "own_vector_index", "search_config", "session_key"))
+        memory, (*COLUMNS, "context"), ("id", "own_vector_index", "search_config", "session_key"))
     if memory.session_key:
         # A conversation turn: its context, and its followers' when it arrived late (banks.services.memory_rows.contexts).
+        # A context computed before the insert (``turn_context_ahead``, its vector made with it) is found current.
         turn_context_refresh(bank=memory.bank, pks=[memory.pk])
     _changed("insert", memory.bank_id, [memory.pk])
 
