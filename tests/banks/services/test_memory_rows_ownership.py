@@ -3,6 +3,7 @@ queryset ``update()``/``delete()``: a writer elsewhere would keep its own copy o
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -15,15 +16,34 @@ _SQL = re.compile(r"\b(UPDATE|INSERT\s+INTO|DELETE\s+FROM)\s+\"?banks_memory(ent
 # The same statement with its table interpolated, in a module that names the table elsewhere.
 _SQL_DYNAMIC = re.compile(r"\b(UPDATE|INSERT\s+INTO|DELETE\s+FROM)\s+\{", re.IGNORECASE)
 _TABLE = re.compile(r"\bbanks_memory(entity)?\b")
-# A queryset of memory rows (or their mentions) updated or deleted in bulk.
-_ORM = re.compile(r"\bMemory(Entity)?\.objects\b.*\.(update|delete)\(")
+
+
+def _orm_writes(source: str) -> set[int]:
+    """Lines of a queryset of memory rows (or their mentions) updated or deleted in bulk, however the
+    chain is spread over lines: ``Memory.objects``/``MemoryEntity.objects`` or a bank's ``memories``."""
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"update", "delete"}):
+            continue
+        receiver: ast.AST = node.func.value
+        while isinstance(receiver, ast.Call | ast.Attribute | ast.Subscript):
+            if isinstance(receiver, ast.Attribute) and (
+                    receiver.attr == "memories"
+                    or (receiver.attr == "objects" and isinstance(receiver.value, ast.Name)
+                        and receiver.value.id in {"Memory", "MemoryEntity"})):
+                lines.add(node.lineno)
+                break
+            receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
+    return lines
 
 
 def violations(path: Path, source: str) -> list[str]:
     names_table = bool(_TABLE.search(source))
+    orm = _orm_writes(source)
     found = []
     for number, line in enumerate(source.splitlines(), start=1):
-        if _SQL.search(line) or _ORM.search(line) or (names_table and _SQL_DYNAMIC.search(line)):
+        if _SQL.search(line) or number in orm or (names_table and _SQL_DYNAMIC.search(line)):
             found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     return found
 
@@ -53,6 +73,9 @@ def test_the_scan_sees_each_shape_of_write() -> None:
         'cursor.execute("DELETE FROM banks_memory WHERE id = 1")',
         "Memory.objects.filter(bank=bank).update(tags=[])",
         "Memory.objects.filter(pk=1).delete()",
+        "(Memory.objects.filter(bank=bank)\n    .exclude(pk=1)\n    .update(tags=[]))",
+        "bank.memories.filter(pk=1).delete()",
+        "MemoryEntity.objects.filter(memory_id=1)[:5].delete()",
         'table = "banks_memory"\ncursor.execute(f"UPDATE {table} SET x = 1")',
     ]
     for shape in shapes:
@@ -60,3 +83,5 @@ def test_the_scan_sees_each_shape_of_write() -> None:
     assert not violations(path, 'cursor.execute("UPDATE banks_entity SET mention_count = 0")')
     assert not violations(path, 'cursor.execute(f"INSERT INTO {table} (a) VALUES (1)")')
     assert not violations(path, "Memory.objects.filter(bank=bank).count()")
+    assert not violations(path, "Entity.objects.filter(bank=bank).update(mention_count=0)")
+    assert not violations(path, "context.update(memories=rows)")
