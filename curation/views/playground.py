@@ -27,6 +27,22 @@ class Run:
     label: str
     config: RecallConfig
     outcome: RecallOutcome | None = None
+    # When two configurations are compared: each memory's rank in the other run (its label in ``versus``).
+    other_ranks: dict[str, int] | None = None
+    versus: str = ""
+
+    def change(self, memory_id: str, rank: int) -> tuple[str, str] | None:
+        """(css class, words) for how this hit moved against the other run; None when not compared or
+        unchanged."""
+        if self.other_ranks is None:
+            return None
+        before = self.other_ranks.get(memory_id)
+        if before is None:
+            return "rank-new", f"not in {self.versus}'s list"
+        if before == rank:
+            return None
+        return ("rank-up", f"up {before - rank} from {self.versus}'s #{before}") if before > rank else (
+            "rank-down", f"down {rank - before} from {self.versus}'s #{before}")
 
     @property
     def arm_fields(self) -> list[tuple[str, bool, float]]:
@@ -35,10 +51,12 @@ class Run:
         return [(arm, arm in on, self.config.weights.get(arm, 0.0)) for arm in ARM_NAMES]
 
     @property
-    def rows(self) -> list[tuple[Any, list[int | None]]]:
-        """Each hit with the rank every arm gave it (None: that arm did not find it)."""
+    def rows(self) -> list[tuple[Any, list[int | None], tuple[str, str] | None]]:
+        """Each hit with the rank every arm gave it (None: that arm did not find it) and how it moved
+        against the other run (see ``change``)."""
         hits = self.outcome.hits if self.outcome else []
-        return [(hit, [hit.arm_ranks.get(arm) for arm in ARM_NAMES]) for hit in hits]
+        return [(hit, [hit.arm_ranks.get(arm) for arm in ARM_NAMES], self.change(hit.memory_id, rank))
+                for rank, hit in enumerate(hits, 1)]
 
     @property
     def reranked(self) -> bool:
@@ -107,6 +125,12 @@ def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
         for run in runs:
             run.outcome = recall_bank(bank, query, max_results=max_results, config=run.config,
                                       filters=RecallFilters(reference_date=reference))
+        if compare:
+            # B's rows say how each memory moved against A (and A's against B): the point of comparing.
+            for run, other in ((runs[1], runs[0]), (runs[0], runs[1])):
+                hits = other.outcome.hits if other.outcome else []
+                run.other_ranks = {hit.memory_id: rank for rank, hit in enumerate(hits, 1)}
+                run.versus = other.label
     embedder = bank_embedder(bank)
     status = embedder_status(bank.embedding_provider or None)
     context = {"bank": bank, "tab": "recall", "q": query, "n": max_results, "ref": request.GET.get("ref", ""),
