@@ -15,7 +15,7 @@ from banks.services.memory_rows import rows_archive, rows_forget
 from portability.records import EntityRecord, MemoryRecord
 
 
-def _entity_id(entity: EntityRecord) -> str:
+def entity_key(entity: EntityRecord) -> str:
     # The same key ``attach_entities`` gives a named entity, so mentions and graph edges meet.
     return entity.name.strip().lower()[:255]
 
@@ -25,13 +25,13 @@ def entity_links_create(bank: Bank, records: Iterable[MemoryRecord]) -> int:
               if link.source.name.strip() and link.target.name.strip()]
     if not wanted:
         return 0
-    ends = {_entity_id(e): e for link in wanted for e in (link.source, link.target)}
+    ends = {entity_key(e): e for link in wanted for e in (link.source, link.target)}
     Entity.objects.bulk_create([Entity(bank=bank, entity_id=key, name=e.name.strip()[:500],
                                        entity_type=(e.entity_type or "OTHER")[:64], aliases=list(e.aliases))
                                 for key, e in ends.items()], ignore_conflicts=True)
     pks = dict(Entity.objects.filter(bank=bank, entity_id__in=list(ends)).values_list("entity_id", "pk"))
-    rows = {(pks[_entity_id(link.source)], pks[_entity_id(link.target)], link.link_type[:64]): link
-            for link in wanted if _entity_id(link.source) in pks and _entity_id(link.target) in pks}
+    rows = {(pks[entity_key(link.source)], pks[entity_key(link.target)], link.link_type[:64]): link
+            for link in wanted if entity_key(link.source) in pks and entity_key(link.target) in pks}
     created = EntityLink.objects.bulk_create(
         [EntityLink(bank=bank, entity_a_id=a, entity_b_id=b, link_type=kind, confidence=link.confidence,
                     metadata=link.metadata or None) for (a, b, kind), link in rows.items()], ignore_conflicts=True)

@@ -44,6 +44,7 @@ from portability.records import EntityRecord, MemoryRecord, RecordError, RecordS
 from portability.services.import_batches import after, batches, load
 from portability.services.import_graph import import_graph_apply
 from portability.services.import_links import links_queue, links_resolve, links_unresolved
+from portability.services.import_preview import ImportPreview
 from portability.vector_text import VectorText
 
 ON_CONFLICT = ("skip", "overwrite", "error")
@@ -158,8 +159,10 @@ class _Importer:
         self.source_label, self.report = source_label, report
         self.embedder = bank_embedder(bank)
         # Only a dry run must remember hashes itself (nothing lands in the database to ask).
-        self.dry_hashes: set[str] = set()
+        # Content hash -> the memory id that would hold it (named in a duplicate's error, as the run names it).
+        self.dry_hashes: dict[str, str] = {}
         self.dry_ids: set[str] = set()
+        self.preview = ImportPreview(bank)
         self.extract = extract_entities
         # Ids seen in this archive (as 64-bit digests, so a huge archive stays cheap): a repeat is reported.
         self.seen_ids: dict[int, Any] = {}
@@ -277,7 +280,7 @@ class _Importer:
                 batch_hashes[digest] = memory_id
                 continue
             holder = live_hashes.get(digest) or batch_hashes.get(digest) or (
-                "an earlier line" if self.dry_run and digest in self.dry_hashes else None)
+                self.dry_hashes.get(digest) if self.dry_run else None)
             if holder:
                 report.duplicates += 1
                 report.note(record.position, f"duplicate content of memory '{holder}'")
@@ -290,6 +293,10 @@ class _Importer:
             report.overwritten += len(overwrite_rows)
             self.dry_hashes.update(batch_hashes)
             self.dry_ids.update(batch_ids)
+            # What the run's batch writer would make of them: links, entity links, forgotten (a preview equals its run).
+            graph = self.preview.store([r for r, _ in new_rows] + [r for r, _, _ in overwrite_rows])
+            for name, value in graph.items():
+                setattr(report, name, getattr(report, name) + value)
             return
         self._write(new_rows, overwrite_rows)
 
@@ -500,6 +507,9 @@ def archive_import(
             enter("building index")
             bank_vector_index_build(bank)
         report.unresolved_links = links_unresolved(bank)
+    else:
+        report.unresolved_links = importer.preview.unresolved()
+    if not dry_run:
         if importer.big:
             enter("counting words")
             memory_statistics_refresh()
