@@ -47,7 +47,9 @@ from portability.formats.common import parse_time
 class Tool:
     name: str
     permission: str
-    run: Callable[[Bank, str, dict[str, Any]], dict[str, Any]]
+    # Called with the bank and the caller: services that check a permission get the caller (``by``),
+    # as from the REST views, so their own check decides here too.
+    run: Callable[[Bank, Principal, dict[str, Any]], dict[str, Any]]
     description: str
     create_bank: bool = False
 
@@ -62,8 +64,8 @@ def _time(a: dict[str, Any], key: str) -> Any:
     return utc_datetime(parsed, key)
 
 
-def _retain(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=actor, author=actor, tags=a.get("tags"),
+def _retain(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=by.label, author=by.label, tags=a.get("tags"),
                             metadata=a.get("metadata"), occurred_at=_time(a, "occurred_at"),
                             source=a.get("source"))
     usage_record_retain(bank, deduplicated=outcome.deduplicated)
@@ -75,7 +77,7 @@ def recall_options(a: dict[str, Any]) -> RecallOptions:
                                 external_context=a.get("external_context"))
 
 
-def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _recall(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     outcome = recall_bank(bank, a.get("query", ""), max_results=max(1, min(int(a.get("max_results") or 10), 1000)),
                           max_tokens=a.get("max_tokens"), filters=RecallFilters(
                               tags=a.get("tags"), fact_types=a.get("fact_types"),
@@ -84,22 +86,22 @@ def _recall(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
     return render.recall_result(outcome)
 
 
-def _history(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    return gateway.history(bank, actor, a, _time(a, "as_of"))
+def _history(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    return gateway.history(bank, by.label, a, _time(a, "as_of"))
 
 
 def _recall_filters(a: dict[str, Any]) -> RecallFilters:
     return RecallFilters(tags=a.get("tags"), fact_types=a.get("fact_types"), as_of=_time(a, "as_of"))
 
 
-def _reflect(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _reflect(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     if not a.get("query"):
         # Without a question it is AgentOS's memory_reflect: a consolidation pass.
-        return agent_memory_reflect(bank=bank, actor=actor, topic=a.get("topic"))
-    return _reflect_banks([bank], actor, a)
+        return agent_memory_reflect(bank=bank, actor=by.label, topic=a.get("topic"))
+    return _reflect_banks([bank], by, a)
 
 
-def _reflect_banks(banks: list[Bank], actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _reflect_banks(banks: list[Bank], by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     outcome = reflect(banks=banks, query=a["query"], max_tokens=a.get("max_tokens"), tags=a.get("tags"),
                       strategy=a.get("strategy") or "parallel")
     include_sources = a.get("include_sources", True)
@@ -110,25 +112,25 @@ def _reflect_banks(banks: list[Bank], actor: str, a: dict[str, Any]) -> dict[str
             "observations": outcome.observations or None, "directives": outcome.directives}
 
 
-def _forget(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    outcome = memory_forget(bank=bank, actor=actor, memory_ids=a.get("memory_ids"), tags=a.get("tags"),
-                            reason=a.get("reason") or "")
+def _forget(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = memory_forget(bank=bank, actor=by.label, memory_ids=a.get("memory_ids"), tags=a.get("tags"),
+                            reason=a.get("reason") or "", by=by)
     return render.forget_result(outcome)
 
 
-def _directive(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    row = directive_create(bank=bank, rule_text=a.get("rule_text", ""), actor=actor,
+def _directive(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    row = directive_create(bank=bank, rule_text=a.get("rule_text", ""), actor=by.label,
                            directive_id=a.get("directive_id"), scope=a.get("scope") or "bank")
     return {"model_id": row.model_id, "kind": row.kind, "revision": row.revision}
 
 
-def _list_observations(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _list_observations(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     views = observation_list(bank=bank, scope=a.get("scope"), trend=a.get("trend"),
                              limit=max(1, min(int(a.get("limit") or 100), 1000)))
     return {"observations": [observation_row(v) for v in views]}
 
 
-def _get_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _get_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     try:
         return {"observation": observation_row(observation_view(
             observation_get(bank=bank, observation_id=str(a.get("observation_id", "")))))}
@@ -136,56 +138,57 @@ def _get_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any
         return {"observation": None}
 
 
-def _create_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    row = observation_create(bank=bank, text=a.get("text", ""), actor=actor,
+def _create_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    row = observation_create(bank=bank, text=a.get("text", ""), actor=by.label,
                              source_ids=a.get("source_ids") or a.get("evidence"), scope=a.get("scope"),
                              confidence=a.get("confidence", 0.9))
     return {"observation": observation_row(observation_view(row))}
 
 
-def _delete_observation(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _delete_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     try:
         row = observation_get(bank=bank, observation_id=str(a.get("observation_id", "")))
     except NotFound:
         return {"deleted": False}
-    return {"deleted": observation_delete(observation=row, actor=actor)}
+    return {"deleted": observation_delete(observation=row, actor=by.label)}
 
 
-def _list_models(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _list_models(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     return {"models": [{"model_id": m.model_id, "title": m.title, "scope": m.scope, "kind": m.kind,
                         "revision": m.revision, "refreshed_at": m.refreshed_at.isoformat(),
                         "source_count": len(m.source_ids)}
                        for m in mental_model_list(bank=bank, scope=a.get("scope"))[:1000]]}
 
 
-def _create_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _create_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     title = a.get("title") or a.get("name") or ""
     row = mental_model_create(bank=bank, model_id=a.get("model_id") or mental_model_id_for(title), title=title,
-                              actor=actor,
+                              actor=by.label,
                               content=a.get("content"), sections=a.get("sections"), scope=a.get("scope") or "bank",
                               source_ids=a.get("source_ids"))
     return {"model_id": row.model_id, "revision": row.revision, "kind": row.kind, "title": row.title}
 
 
-def _update_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _update_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
-    model, result = mental_model_apply_delta(model=model, operations=a.get("operations"), actor=actor,
+    model, result = mental_model_apply_delta(model=model, operations=a.get("operations"), actor=by.label,
                                              expected_revision=a.get("expected_revision"))
     return {"changed": result.changed, "revision": model.revision, "applied": result.applied,
             "skipped": result.skipped}
 
 
-def _delete_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _delete_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     try:
         model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
     except NotFound:
         return {"deleted": False}
-    return {"deleted": mental_model_delete(model=model, actor=actor)}
+    return {"deleted": mental_model_delete(model=model, actor=by.label)}
 
 
-def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str, ...] = ()
-             ) -> Callable[[Bank, str, dict[str, Any]], dict[str, Any]]:
-    def run(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str, ...] = (), checked: bool = False
+             ) -> Callable[[Bank, Principal, dict[str, Any]], dict[str, Any]]:
+    """``checked``: ``fn`` checks the caller's permission itself (it takes ``by``)."""
+    def run(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
         for key in required:
             if a.get(key) in (None, "", []):
                 raise InvalidInput("Field required", field=key)
@@ -194,12 +197,13 @@ def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str,
                 raise InvalidInput("must be a string", field=key)
         if "traceIds" in a and not (isinstance(a["traceIds"], list) and all(isinstance(t, str) for t in a["traceIds"])):
             raise InvalidInput("must be a list of strings", field="traceIds")
-        return fn(bank=bank, actor=actor, **{k: a[k] for k in (*required, *keys) if k in a})
+        caller = {"by": by} if checked else {}
+        return fn(bank=bank, actor=by.label, **caller, **{k: a[k] for k in (*required, *keys) if k in a})
 
     return run
 
 
-def _search(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def _search(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     return agent_memory_search(bank=bank, query=a.get("query", ""), type=a.get("type"), scope=a.get("scope"),
                                limit=a.get("limit") or 10)
 
@@ -226,7 +230,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
          "AgentOS: store a trace (type episodic|semantic|procedural|prospective).", create_bank=True),
     Tool("memory_update", "write", _agentos(agent_memory_update, "content", "tags", required=("traceId",)),
          "AgentOS: change a trace's content or tags."),
-    Tool("memory_delete", "forget", _agentos(agent_memory_delete, required=("traceId",)), "AgentOS: soft-delete a trace."),
+    Tool("memory_delete", "forget", _agentos(agent_memory_delete, required=("traceId",), checked=True), "AgentOS: soft-delete a trace."),
     Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",)),
          "AgentOS: merge two or more traces into one."),
     Tool("memory_search", "read", _search, "AgentOS: full-text search with type/scope filters."),
@@ -252,8 +256,8 @@ BANKLESS: dict[str, tuple[Callable[[Principal, dict[str, Any]], dict[str, Any]],
 
 
 # Tools that also read several banks at once (``banks``); each bank is resolved as REST resolves it.
-MULTI_BANK: dict[str, Callable[[list[Bank], str, dict[str, Any]], dict[str, Any]]] = {
-    "memory_recall": lambda banks, actor, a: gateway.recall_banks(banks, a, _recall_filters(a), recall_options(a)),
+MULTI_BANK: dict[str, Callable[[list[Bank], Principal, dict[str, Any]], dict[str, Any]]] = {
+    "memory_recall": lambda banks, by, a: gateway.recall_banks(banks, a, _recall_filters(a), recall_options(a)),
     "memory_reflect": _reflect_banks,
 }
 
@@ -270,7 +274,7 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
     args = tool_arguments(name, args)
     if name in MULTI_BANK and args.get("banks") and (name != "memory_reflect" or args.get("query")):
         banks = banks_to_read(principal, requested_bank_ids(args.get("bank_id"), args["banks"]))
-        return MULTI_BANK[name](banks, principal.label, args)
+        return MULTI_BANK[name](banks, principal, args)
     if name == "memory_bank_health" and args.get("bank_id") == gateway.ALL_BANKS:
         return gateway.health_of_all_banks(principal)
     permission = tool.permission
@@ -278,7 +282,7 @@ def run_tool(principal: Principal, name: str, args: dict[str, Any]) -> dict[str,
         permission = "write"
     bank = bank_for(principal, str(args.get("bank_id") or ""), permission, create=tool.create_bank,
                     empty_if_missing=not tool.create_bank)
-    return tool.run(bank, principal.label, args)
+    return tool.run(bank, principal, args)
 
 
 __all__ = ["BANKLESS", "MULTI_BANK", "TOOLS", "Tool", "run_tool"]

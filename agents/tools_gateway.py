@@ -56,7 +56,7 @@ def recall_banks(banks: list[Bank], a: dict[str, Any], filters: RecallFilters,
     return render.recall_result(outcome)
 
 
-def audit(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def audit(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     outcome = bank_audit(bank=bank, scope=str(a.get("scope") or ""), max_memories=clamp(a, "max_memories", 50, 1, 1000),
                          max_tokens=a.get("max_tokens"), tags=a.get("tags"))
     return {"scope": outcome.scope, "bank_id": outcome.bank_id,
@@ -65,20 +65,20 @@ def audit(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
             "trace": render.recall_trace(outcome.trace)}
 
 
-def compile_bank(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    outcome = bank_compile(bank=bank, actor=actor, scope=a.get("scope"))
+def compile_bank(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = bank_compile(bank=bank, actor=by.label, scope=a.get("scope"))
     return {"bank_id": outcome.bank_id, "scopes_compiled": outcome.scopes_compiled,
             "pages_created": outcome.pages_created, "pages_updated": outcome.pages_updated,
             "noise_memories": outcome.noise_memories, "tokens_used": outcome.tokens_used,
             "elapsed_ms": outcome.elapsed_ms, "error": outcome.error}
 
 
-def search_graph(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def search_graph(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     found = graph_search(bank=bank, query=str(a.get("query") or ""), limit=clamp(a, "limit", 10, 1, 1000))
     return {"entities": [render_live.entity(e) for e in found]}
 
 
-def graph_neighbours(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def graph_neighbours(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     ids = a.get("entity_ids")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise InvalidInput("must be a list of strings", field="entity_ids")
@@ -87,21 +87,21 @@ def graph_neighbours(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any
     return {"hits": [render_live.graph_hit(h) for h in hits]}
 
 
-def refresh_model(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def refresh_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     model = mental_model_get(bank=bank, model_id=str(a.get("model_id") or ""))
-    model = mental_model_refresh(model=model, actor=actor, content=a.get("content"),
+    model = mental_model_refresh(model=model, actor=by.label, content=a.get("content"),
                                  add_source_ids=a.get("new_source_ids"))
     return {"model_id": model.model_id, "revision": model.revision, "source_count": len(model.source_ids)}
 
 
-def run_lifecycle(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
-    outcome = lifecycle_run(bank=bank, actor=actor)
+def run_lifecycle(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    outcome = lifecycle_run(bank=bank, actor=by.label, by=by)
     return {"bank_id": bank.bank_id, "archived_count": outcome.archived_count, "deleted_count": outcome.deleted_count,
             "skipped_count": outcome.skipped_count, "actions": outcome.actions,
             "actions_truncated": outcome.actions_truncated, "job_id": outcome.job_id}
 
 
-def health_of_bank(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def health_of_bank(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     view = bank_health(None if bank.is_never_written else bank, bank_id=bank.bank_id)
     return {"bank_id": view.bank_id, "score": view.score, "status": view.status, "issues": view.issues,
             "metrics": view.metrics, "assessed_at": render.iso(view.assessed_at)}
@@ -113,21 +113,22 @@ ALL_BANKS = "__all__"
 
 def health_of_all_banks(principal: Principal) -> dict[str, Any]:
     """Every bank the caller administers (as GET /v1/admin/banks/health lists them)."""
-    return {"banks": [health_of_bank(bank, principal.label, {})
+    return {"banks": [health_of_bank(bank, principal, {})
                       for bank in principal.banks_with("admin")[:MAX_HEALTH_BANKS]]}
 
 
-def set_hold(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def set_hold(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     hold = hold_set(bank=bank, hold_id=a.get("hold_id", ""), reason=a.get("reason", ""),
-                    set_by=a.get("set_by") or actor, actor=actor)
+                    set_by=a.get("set_by") or by.label, actor=by.label, by=by)
     return {"hold_id": hold.hold_id, "bank_id": bank.bank_id, "reason": hold.reason,
             "set_at": render.iso(hold.set_at), "set_by": hold.set_by}
 
 
-def release_hold(bank: Bank, actor: str, a: dict[str, Any]) -> dict[str, Any]:
+def release_hold(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     hold_id = str(a.get("hold_id") or "")
     return {"bank_id": bank.bank_id, "hold_id": hold_id,
-            "released": hold_release(bank=bank, hold_id=hold_id, actor=actor, reason=a.get("reason") or "")}
+            "released": hold_release(bank=bank, hold_id=hold_id, actor=by.label, reason=a.get("reason") or "",
+                                         by=by)}
 
 
 def list_banks(principal: Principal, a: dict[str, Any]) -> dict[str, Any]:

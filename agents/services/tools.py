@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from banks.access import Principal
 from banks.models import Bank, Memory
 from banks.selectors.recall import RecallFilters, _keyword
 from banks.services.forget import memory_forget
@@ -52,11 +53,13 @@ def agent_memory_update(*, bank: Bank, actor: str, traceId: str, content: str | 
     return {"updated": True}
 
 
-def agent_memory_delete(*, bank: Bank, actor: str, traceId: str) -> dict[str, Any]:  # noqa: N803
+def agent_memory_delete(*, bank: Bank, actor: str, traceId: str,  # noqa: N803
+                        by: Principal | None = None) -> dict[str, Any]:
     if _live(bank, traceId) is None:
         return {"deleted": False}
     # A soft delete: out of search, kept as a tombstone for audit and history.
-    outcome = memory_forget(bank=bank, actor=actor, memory_ids=[traceId], reason="agent:memory_delete")
+    outcome = memory_forget(bank=bank, actor=actor, memory_ids=[traceId], reason="agent:memory_delete",
+                            by=by)
     return {"deleted": outcome.deleted_count == 1}
 
 
