@@ -45,8 +45,13 @@ class RecallConfig:
     include_directives: bool = True
     # One hop from the first fusion's best hits through the entity graph and the session (on by default).
     multi_hop: bool = True
+    # A caller paging through one question (the memory list's search) asks every page of the same number
+    # of candidates per arm, so the candidates fused, and the total it shows, do not change per page.
+    fixed_candidates: int = 0
 
     def candidates(self, max_results: int) -> int:
+        if self.fixed_candidates:
+            return self.fixed_candidates
         return max(self.depth, max(1, max_results) * OVERFETCH)
 
     @classmethod

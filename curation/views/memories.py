@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
@@ -29,7 +30,7 @@ from banks.selectors.memories import (
     touch_filter,
 )
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
-from banks.selectors.recall import RecallFilters, recall_bank
+from banks.selectors.recall import RecallFilters, bank_recall_config, recall_bank
 from banks.services.bulk import ACTIONS, bulk_apply
 from banks.services.bulk_jobs import bulk_job_start, bulk_runs_as_job
 from banks.services.forget import memory_forget
@@ -58,22 +59,30 @@ def _list_context(request: HttpRequest, bank: Bank) -> dict[str, Any]:
 
 
 def _search(bank: Bank, query: str, filters: MemoryFilters, page: int) -> dict[str, Any]:
-    """One page of hybrid recall, the same recall as the API; later pages ask for more and skip."""
-    outcome = recall_bank(bank, query, max_results=page * PAGE, include_directives=page == 1, filters=RecallFilters(
+    """One page of hybrid recall, the same recall as the API; later pages ask for more and skip.
+
+    Every page reads the same candidates per arm (as many as the first page needs): the total shown
+    ("of N candidates") is the same on every page, and the pages end where the candidates do."""
+    config = bank_recall_config(bank)
+    config = replace(config, fixed_candidates=config.candidates(PAGE))
+    outcome = recall_bank(bank, query, max_results=page * PAGE, include_directives=page == 1, config=config,
+                          filters=RecallFilters(
         tags=filters.tags or None, fact_types=[filters.fact_type] if filters.fact_type else None,
         layers=[filters.layer] if filters.layer else None, sources=[filters.source] if filters.source else None))
     facts = [h for h in outcome.hits if h.layer not in {"directive", "observation"}]
     shown = facts[(page - 1) * PAGE: page * PAGE]
     by_id = {m.memory_id: m for m in Memory.objects.defer("embedding")
              .filter(bank=bank, memory_id__in=[h.memory_id for h in shown])}
-    more = outcome.total_available > page * PAGE and len(facts) >= page * PAGE
+    directives = [h for h in outcome.hits if h.layer == "directive"]
+    total = outcome.total_available - len(directives)  # the first page alone puts the directives in front
+    more = total > page * PAGE and len(facts) >= page * PAGE
     first = (page - 1) * PAGE + 1
     return {"entries": [(by_id[h.memory_id], h, first + i) for i, h in enumerate(shown) if h.memory_id in by_id],
             "trace": outcome.trace, "page": page,
-            "total_available": outcome.total_available, "first_rank": first, "last_rank": first + len(shown) - 1,
+            "total_available": total, "first_rank": first, "last_rank": first + len(shown) - 1,
             "next_page": page + 1 if more and page < MAX_SEARCH_PAGES else None,
             "prev_page": page - 1 if page > 1 else None,
-            "directives": [h for h in outcome.hits if h.layer == "directive"]}
+            "directives": directives}
 
 
 def _listing(request: HttpRequest, bank: Bank, context: dict[str, Any]) -> None:
