@@ -171,6 +171,13 @@ def _waiting_on_a_lock() -> bool:
         return cursor.fetchone()[0] > 0
 
 
+def _blocked_after_a_batch(batch: int) -> bool:
+    """The worker committed a batch and now waits on the job's row lock to record it. The job's pulse
+    thread waits on that lock too, from the moment the job starts, so a waiter alone proves nothing:
+    the batch must be there as well (the import records its progress after each committed batch)."""
+    return _waiting_on_a_lock() and Memory.objects.count() >= batch
+
+
 @pytest.mark.worker
 def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_worker, make_bank, make_token,
                                                           tmp_path):
@@ -195,10 +202,13 @@ def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_w
     try:
         job_id = client.post("/v1/import", {**B, "path": str(tmp_path / "big.ama.jsonl"),
                                             "async": True}).json()["job_id"]
-        wait_for(lambda: Job.objects.filter(pk=job_id, state="running").exists(), timeout=120, interval=0.05)
+        # The lock is taken once the import has written its "loading" phase, so what it blocks on is the
+        # progress of its first committed batch, not the phase before it.
+        wait_for(lambda: Job.objects.filter(pk=job_id, state="running", phase="loading").exists(), timeout=120,
+                 interval=0.05)
         with transaction.atomic():
             Job.objects.select_for_update().get(pk=job_id)
-            wait_for(_waiting_on_a_lock, timeout=120, interval=0.05)
+            wait_for(lambda: _blocked_after_a_batch(batch), timeout=120, interval=0.05)
             celery_worker.kill()
         assert Job.objects.get(pk=job_id).state == "running"  # it died without a word
         partial = Memory.objects.count()
