@@ -13,6 +13,7 @@ from curation.views import (
     operator,
     playground,
     records,
+    timeline,
 )
 
 register_converter(RecordIdConverter, "rid")
@@ -61,6 +62,7 @@ urlpatterns = [
          name="duplicates-scan-status"),
     path("banks/<str:bank_id>/time/", records.time_travel, name="time"),
     path("banks/<str:bank_id>/recall/", playground.recall_playground, name="recall-playground"),
+    path("banks/<str:bank_id>/timeline/", timeline.timeline, name="timeline"),
     path("audit/", records.audit_log, name="audit"),
     path("audit.csv", records.audit_csv, name="audit-csv"),
     path("preferences/", operator.preferences, name="preferences"),
