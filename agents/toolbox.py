@@ -228,7 +228,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("memory_delete_mental_model", "forget", _delete_model, "Delete a mental model (soft)."),
     Tool("memory_add", "write", _agentos(agent_memory_add, "type", "scope", "tags", required=("content",)),
          "AgentOS: store a trace (type episodic|semantic|procedural|prospective).", create_bank=True),
-    Tool("memory_update", "write", _agentos(agent_memory_update, "content", "tags", required=("traceId",)),
+    Tool("memory_update", "write", _agentos(agent_memory_update, "content", "tags", required=("traceId",), checked=True),
          "AgentOS: change a trace's content or tags."),
     Tool("memory_delete", "forget", _agentos(agent_memory_delete, required=("traceId",), checked=True), "AgentOS: soft-delete a trace."),
     Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",)),

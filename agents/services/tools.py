@@ -45,11 +45,11 @@ def _live(bank: Bank, trace_id: str) -> Memory | None:
 
 
 def agent_memory_update(*, bank: Bank, actor: str, traceId: str, content: str | None = None,  # noqa: N803
-                        tags: list[str] | None = None) -> dict[str, Any]:
+                        tags: list[str] | None = None, by: Principal | None = None) -> dict[str, Any]:
     memory = _live(bank, traceId)
     if memory is None:
         return {"updated": False}
-    memory_update(memory=memory, actor=actor, text=content, tags=tags, reason="agent:memory_update")
+    memory_update(memory=memory, actor=actor, text=content, tags=tags, reason="agent:memory_update", by=by)
     return {"updated": True}
 
 

@@ -119,7 +119,7 @@ class MemoryAdmin(BankScopedAdmin, ScaledAdmin):
         memory_update(memory=Memory.objects.select_related("bank").get(pk=obj.pk), actor=admin_actor(request),
                       text=data.get("text"), tags=data.get("tags"), metadata=data.get("metadata"),
                       fact_type=data.get("fact_type") or None, occurred_at=data.get("occurred_at"),
-                      reason="admin edit")
+                      reason="admin edit", by=principal_for_user(request.user))
 
     def _by_bank(self, queryset: QuerySet[Memory]) -> list[tuple[Bank, list[str]]]:
         rows = list(queryset.order_by("pk").values_list("bank_id", "memory_id")[:ACTION_CAP])

@@ -88,15 +88,16 @@ class BankMembershipAdmin(BankScopedAdmin, ScaledAdmin):
     # Who may read a bank: every change through the service, audited on the bank.
     def save_model(self, request: HttpRequest, obj: models.BankMembership, form: Any, change: bool) -> None:
         saved = membership_set(user=obj.user, bank=obj.bank, role=obj.role, actor=admin_actor(request),
-                               membership=obj if change else None)
+                               membership=obj if change else None, by=principal_for_user(request.user))
         obj.pk = saved.pk
 
     def delete_model(self, request: HttpRequest, obj: models.BankMembership) -> None:
-        membership_remove(membership=obj, actor=admin_actor(request))
+        membership_remove(membership=obj, actor=admin_actor(request), by=principal_for_user(request.user))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[models.BankMembership]) -> None:
+        by = principal_for_user(request.user)
         for membership in queryset.select_related("user", "bank"):
-            membership_remove(membership=membership, actor=admin_actor(request))
+            membership_remove(membership=membership, actor=admin_actor(request), by=by)
 
 
 @admin.register(models.Observation)
@@ -260,11 +261,13 @@ class WebhookSourceAdmin(BankScopedAdmin, ScaledAdmin):
 
     # Its secret decides who writes into the bank: every change through the service, audited on the bank.
     def save_model(self, request: HttpRequest, obj: models.WebhookSource, form: Any, change: bool) -> None:
-        webhook_source_save(source=obj, actor=admin_actor(request), changed=list(form.changed_data) if change else None)
+        webhook_source_save(source=obj, actor=admin_actor(request), changed=list(form.changed_data) if change else None,
+                            by=principal_for_user(request.user))
 
     def delete_model(self, request: HttpRequest, obj: models.WebhookSource) -> None:
-        webhook_source_delete(source=obj, actor=admin_actor(request))
+        webhook_source_delete(source=obj, actor=admin_actor(request), by=principal_for_user(request.user))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[models.WebhookSource]) -> None:
+        by = principal_for_user(request.user)
         for source in queryset.select_related("bank"):
-            webhook_source_delete(source=source, actor=admin_actor(request))
+            webhook_source_delete(source=source, actor=admin_actor(request), by=by)

@@ -10,15 +10,18 @@ from typing import Any
 
 from django.db import transaction
 
+from banks.access import Principal, authorize
 from banks.models import Bank, BankMembership, BankRole
 from banks.services.audit import audit_record
 from memoryhub.errors import InvalidInput
 
 
 def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
-                   membership: BankMembership | None = None) -> BankMembership:
+                   membership: BankMembership | None = None, by: Principal | None = None) -> BankMembership:
     """Give ``user`` the ``role`` on ``bank``, or change ``membership`` (which may move to another user or
     bank). One audit event on each bank concerned, never a silent change of who reads a bank."""
+    # Who reads a bank is the bank's administrators' decision, on the bank a membership leaves too.
+    authorize(by, bank.bank_id, "admin")
     if role not in BankRole.values:
         raise InvalidInput(f"must be one of {', '.join(BankRole.values)}", field="role")
     with transaction.atomic():
@@ -27,6 +30,8 @@ def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
         if row is None:
             row = BankMembership.objects.select_for_update().filter(user=user, bank=bank).first()
         was = (row.user.get_username(), row.bank, row.role) if row is not None else None
+        if was is not None and was[1].pk != bank.pk:
+            authorize(by, was[1].bank_id, "admin")
         if row is None:
             row = BankMembership.objects.create(user=user, bank=bank, role=role)
         else:
@@ -41,7 +46,8 @@ def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
     return row
 
 
-def membership_remove(*, membership: BankMembership, actor: str) -> None:
+def membership_remove(*, membership: BankMembership, actor: str, by: Principal | None = None) -> None:
+    authorize(by, membership.bank.bank_id, "admin")
     with transaction.atomic():
         audit_record(actor=actor, action="membership.remove", bank=membership.bank,
                      target_ids=[membership.user.get_username()], details={"role": membership.role})

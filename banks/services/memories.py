@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.duplicate_rule import same_fact
 from banks.models import Bank, Memory
@@ -381,6 +382,7 @@ def memory_update(
     occurred_at: datetime | None = None,
     reason: str = "",
     reextract: bool = True,
+    by: Principal | None = None,
 ) -> Memory:
     """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``),
     and its entities extracted again unless ``reextract`` is False (a merge keeps its sources' entities).
@@ -388,6 +390,7 @@ def memory_update(
     Raises Conflict when another live memory of the bank holds the new text, also when it was
     stored concurrently (the unique constraint decides), and when the memory is a tombstone.
     """
+    authorize(by, memory.bank.bank_id, "write")
     ensure_editable(memory)
     tags_before = list(memory.tags)
     changed: list[str] = []

@@ -147,7 +147,7 @@ def memory_row(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespon
             return _row_response(request, bank, memory, form=form, status=422)
         else:
             memory_update(memory=memory, actor=actor(request), text=form.cleaned_data["text"],
-                          tags=form.cleaned_data["tags"], reason="edited in the list")
+                          tags=form.cleaned_data["tags"], reason="edited in the list", by=operator(request))
     except MemoryHubError as exc:
         form.is_valid()
         form.add_error(None, exc.message)
@@ -243,7 +243,7 @@ def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespo
         try:
             memory_update(memory=memory, actor=actor(request), text=data["text"], tags=data["tags"],
                           fact_type=data["fact_type"].strip() or None, metadata=data["metadata"],
-                          reason=data["reason"])
+                          reason=data["reason"], by=operator(request))
         except MemoryHubError as exc:
             form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
                            exc.message)

@@ -176,3 +176,43 @@ def test_scoping_adds_no_query_per_row(staff_on_a):
         for n in more:
             make_memory(bank_a, f"Fact number {n} of the scoped bank.")
     assert counts[0] == counts[1] and counts[0] <= 8, counts
+
+
+def _staff(django_user_model: Any, role: str, bank: Bank) -> tuple[Any, Client]:
+    user = django_user_model.objects.create_user(username=f"staff-{role}", password="pw-12345678", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="banks"))
+    models.BankMembership.objects.create(user=user, bank=bank, role=role)
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def test_seeing_a_banks_rows_is_not_changing_them(django_user_model):
+    bank = make_bank("team-a")
+    user, viewer = _staff(django_user_model, "viewer", bank)
+    membership = models.BankMembership.objects.get(user=user)
+    memory = _memory(bank, "viewer")
+    source = MAKERS[models.WebhookSource](bank, "a")
+    refused = {
+        "promote oneself": viewer.post(f"/admin/banks/bankmembership/{membership.pk}/change/",
+                                       {"user": user.pk, "bank": bank.pk, "role": "admin"}),
+        "edit a memory": viewer.post(f"/admin/banks/memory/{memory.pk}/change/", {
+            "text": "Rewritten by a viewer.", "tags": "", "metadata": "{}", "fact_type": "world",
+            "occurred_at_0": "", "occurred_at_1": ""}),
+        "add a webhook source": viewer.post("/admin/banks/webhooksource/add/", {
+            "source_id": "hook-new", "bank": bank.pk, "secret": "t" * 32, "enabled": "on",
+            "signature_scheme": "timestamped", "signature_header": "X-Webhook-Signature", "tags": "[]"}),
+        "delete a webhook source": viewer.post(f"/admin/banks/webhooksource/{source.pk}/delete/", {"post": "yes"}),
+    }
+    assert {name: r.status_code for name, r in refused.items()} == dict.fromkeys(refused, 403)
+    membership.refresh_from_db()
+    memory.refresh_from_db()
+    assert membership.role == "viewer" and memory.text == "The viewer release ships on Friday."
+    assert list(models.WebhookSource.objects.values_list("source_id", flat=True)) == ["hook-a"]
+
+    _, owner = _staff(django_user_model, "admin", bank)
+    response = owner.post(f"/admin/banks/bankmembership/{membership.pk}/change/",
+                          {"user": user.pk, "bank": bank.pk, "role": "curator"})
+    assert response.status_code == 302
+    membership.refresh_from_db()
+    assert membership.role == "curator"
