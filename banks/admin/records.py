@@ -19,6 +19,7 @@ from banks.services.memberships import membership_remove, membership_set
 from banks.services.observations import observation_invalidate
 from banks.services.tokens import token_revoke
 from banks.services.webhook_sources import webhook_source_delete, webhook_source_save
+from memoryhub.errors import AccessDenied
 
 # A change page lists at most this many rows of a one-to-many relation (evidence, revisions).
 RELATED_SHOWN = 20
@@ -124,7 +125,8 @@ class ObservationAdmin(BankScopedAdmin, ReadOnlyAdmin):
 
     @admin.action(description="Invalidate selected observations")
     def invalidate_selected(self, request: HttpRequest, queryset: QuerySet[models.Observation]) -> None:
-        done = sum(observation_invalidate(observation=o, actor=admin_actor(request), reason="admin action")
+        by = principal_for_user(request.user)
+        done = sum(observation_invalidate(observation=o, actor=admin_actor(request), reason="admin action", by=by)
                    for o in queryset.select_related("bank")[:RELATED_SHOWN * 50])
         messages.success(request, f"Invalidated {done} observations.")
 
@@ -221,9 +223,13 @@ class ApiTokenAdmin(BankScopedAdmin, ScaledAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
+        by, refused = principal_for_user(request.user), 0
         for token in queryset[:1000]:
-            token_revoke(token=token, actor=admin_actor(request), reason="admin action")
-        messages.success(request, "Revoked.")
+            try:
+                token_revoke(token=token, actor=admin_actor(request), reason="admin action", by=by)
+            except AccessDenied:
+                refused += 1
+        messages.success(request, f"Revoked; {refused} not yours left as they were." if refused else "Revoked.")
 
 
 class JobKindFilter(IndexedValuesFilter):

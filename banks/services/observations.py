@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.models import Bank, Memory, Observation, ObservationEvidence
 from banks.providers import get_embedder
 from banks.services.audit import audit_record
@@ -209,8 +210,9 @@ def observations_invalidate_for_memories(
     return len(affected)
 
 
-def observation_invalidate(*, observation: Observation, actor: str, reason: str = "invalidated by an operator"
-                           ) -> bool:
+def observation_invalidate(*, observation: Observation, actor: str, reason: str = "invalidated by an operator",
+                           by: Principal | None = None) -> bool:
+    authorize(by, observation.bank.bank_id, "write")
     with transaction.atomic():
         moved = Observation.objects.filter(pk=observation.pk, invalidated_at__isnull=True).update(
             invalidated_at=timezone.now(), invalidated_reason=reason[:500])

@@ -89,7 +89,10 @@ def token_create(
     return token, plaintext
 
 
-def token_revoke(*, token: ApiToken, actor: str, reason: str = "") -> ApiToken:
+def token_revoke(*, token: ApiToken, actor: str, reason: str = "", by: Principal | None = None) -> ApiToken:
+    """``by`` revokes a token it minted; only a superuser (or the server) revokes anyone's."""
+    if by is not None and not by.is_superuser and (by.user_id is None or token.created_by_id != by.user_id):
+        raise AccessDenied(by.label, "revoke", f"token {token.prefix}")
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])

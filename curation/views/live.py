@@ -266,7 +266,7 @@ def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
             if data["action"] == "delete":
                 observation_delete(observation=row, actor=actor(request))
             elif data["action"] == "invalidate":
-                observation_invalidate(observation=row, actor=actor(request))
+                observation_invalidate(observation=row, actor=actor(request), by=operator(request))
             else:
                 observation_update(observation=row, actor=actor(request), text=data["text"] or None,
                                    add_source_ids=data["attach"], remove_source_ids=data["detach"])

@@ -209,7 +209,7 @@ def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
     token = rows.filter(prefix=prefix).first()
     if token is None:
         raise Http404("No such token")
-    token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""))
+    token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""), by=operator(request))
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("curation:tokens")
 

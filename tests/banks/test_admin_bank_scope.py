@@ -216,3 +216,22 @@ def test_seeing_a_banks_rows_is_not_changing_them(django_user_model):
     assert response.status_code == 302
     membership.refresh_from_db()
     assert membership.role == "curator"
+
+
+def test_admin_actions_are_decided_by_the_services(django_user_model):
+    bank = make_bank("team-a")
+    user, viewer = _staff(django_user_model, "viewer", bank)
+    observation = MAKERS[models.Observation](bank, "a")
+    response = viewer.post("/admin/banks/observation/", {"action": "invalidate_selected",
+                                                          "_selected_action": [observation.pk]})
+    assert response.status_code == 403
+    observation.refresh_from_db()
+    assert observation.invalidated_at is None
+
+    # Tokens: each operator revokes the tokens they minted, as on the tokens page; a superuser any.
+    others = _token(bank, "others")
+    own = models.ApiToken.objects.create(name="own", prefix="ownprefix", secret_hash="x" * 64, created_by=user,
+                                         grants=[{"bank": "team-a", "permissions": ["read"]}])
+    viewer.post("/admin/banks/apitoken/", {"action": "revoke_selected", "_selected_action": [others.pk, own.pk]})
+    assert not models.ApiToken.objects.get(pk=others.pk).revoked_at
+    assert models.ApiToken.objects.get(pk=own.pk).revoked_at
