@@ -49,14 +49,14 @@ def graph_neighbors(*, bank: Bank, entity_ids: list[str], max_depth: int = 2, li
             nxt.update({a, b})
         # Entities mentioned in the same memory are neighbours too.
         shared = MemoryEntity.objects.filter(memory__bank=bank, memory__in=MemoryEntity.objects.filter(
-            entity_id__in=frontier).values("memory_id")).values_list("entity_id", flat=True)[:1000]
+            bank=bank, entity_id__in=frontier).values("memory_id")).values_list("entity_id", flat=True)[:1000]
         nxt.update(shared)
         frontier = [pk for pk in nxt if pk not in depth_of]
         for pk in frontier:
             depth_of[pk] = depth
     if not depth_of:
         return []
-    names.update(dict(Entity.objects.filter(pk__in=[pk for pk in depth_of if pk not in names])
+    names.update(dict(Entity.objects.filter(bank=bank, pk__in=[pk for pk in depth_of if pk not in names])
                       .values_list("pk", "name")))
     hits: dict[str, GraphHit] = {}
     links = (MemoryEntity.objects.filter(entity_id__in=list(depth_of), memory__bank=bank,

@@ -79,7 +79,7 @@ def _observation_hits(bank: Bank, query: str, filters: RecallFilters, limit: int
         enable_iterative_scan(cursor, limit)
         cursor.execute(sql, [vector, *params, vector, limit])
         rows = cursor.fetchall()
-    by_pk = Observation.objects.defer("embedding", "search_vector").in_bulk([r[0] for r in rows])
+    by_pk = Observation.objects.filter(bank=bank).defer("embedding", "search_vector").in_bulk([r[0] for r in rows])
     hits = []
     for pk, similarity in rows:
         observation = by_pk[pk]

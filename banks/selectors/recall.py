@@ -182,12 +182,14 @@ def _temporal(bank: Bank, query: str, filters: RecallFilters, limit: int) -> lis
 ARMS = {"semantic": _semantic, "keyword": _keyword, "graph": _graph, "temporal": _temporal}
 
 
-def hit_rows(pks: list[int]) -> dict[int, tuple[Any, ...]]:
-    """The rows of ``pks`` as ``hit_from_row`` reads them, by primary key."""
+def hit_rows(bank_pk: int, pks: list[int]) -> dict[int, tuple[Any, ...]]:
+    """The rows of ``pks`` (of bank ``bank_pk``: named, so the statement is routed to one bank) as
+    ``hit_from_row`` reads them, by primary key."""
     if not pks:
         return {}
     with read_connection().cursor() as cursor:
-        cursor.execute(f"SELECT {_HIT_COLUMNS} FROM banks_memory WHERE id = ANY(%s)", [pks])  # noqa: S608
+        cursor.execute(f"SELECT {_HIT_COLUMNS} FROM banks_memory WHERE bank_id = %s AND id = ANY(%s)",  # noqa: S608
+                       [bank_pk, pks])
         return {row[0]: row for row in cursor.fetchall()}
 
 
@@ -289,7 +291,8 @@ def recall_memories(
         trace.vector_index = state
         trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
-    fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
+    fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=config.weights),
+                                             layer_weights)
     hop_from: dict[int, int] = {}
     if config.multi_hop and fused:
         started = time.perf_counter()
@@ -301,7 +304,8 @@ def recall_memories(
             trace.strategy_candidate_counts[name] = len(pks)
             trace.strategies_used.append(name)
         if hops:
-            fused = recall_shaping.weigh_fused(rrf_fuse(ranked, k=config.rrf_k, weights=config.weights), layer_weights)
+            fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=config.weights),
+                                             layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
     rerank_note: dict[str, Any] = {}
     fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)
@@ -311,7 +315,7 @@ def recall_memories(
             trace.strategy_timings_ms["rerank"] = rerank_note["latency_ms"]
     top = fused[:max_results]
     started = time.perf_counter()
-    rows_by_pk = hit_rows([f.pk for f in top])
+    rows_by_pk = hit_rows(bank.pk, [f.pk for f in top])
     trace.strategy_timings_ms["load"] = round((time.perf_counter() - started) * 1000, 3)
     hits: list[RecallHit] = []
     memory_ids = {pk: row[1] for pk, row in rows_by_pk.items()}

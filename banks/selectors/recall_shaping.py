@@ -208,11 +208,11 @@ def fuse_with(hits: list[RecallHit], extra: list[RecallHit], *, arm: str, weight
 # ---- applying them to a recall ----------------------------------------------------------------
 
 
-def weigh_fused(fused: list[Fused], weights: dict[str, float] | None) -> list[Fused]:
+def weigh_fused(bank_pk: int, fused: list[Fused], weights: dict[str, float] | None) -> list[Fused]:
     """Layer weights on the fused candidates of one bank, before they are cut to ``max_results``."""
     if not weights or not fused:
         return fused
-    layers = dict(Memory.objects.filter(pk__in=[f.pk for f in fused]).values_list("pk", "memory_layer"))
+    layers = dict(Memory.objects.filter(bank_id=bank_pk, pk__in=[f.pk for f in fused]).values_list("pk", "memory_layer"))
     return weigh(fused, layers, weights)
 
 
