@@ -265,6 +265,13 @@ class WebhookSourceAdmin(BankScopedAdmin, ScaledAdmin):
     def search_condition(self, term: str) -> Q | None:
         return Q(source_id=term) | Q(bank__bank_id=term)
 
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        # The secret lets anyone write into the bank: shown to who administers the bank, never to its viewers.
+        exclude = list(super().get_exclude(request, obj) or ())
+        if obj is not None and not principal_for_user(request.user).can(obj.bank.bank_id, "admin"):
+            exclude.append("secret")
+        return exclude
+
     # Its secret decides who writes into the bank: every change through the service, audited on the bank.
     def save_model(self, request: HttpRequest, obj: models.WebhookSource, form: Any, change: bool) -> None:
         webhook_source_save(source=obj, actor=admin_actor(request), changed=list(form.changed_data) if change else None,

@@ -235,3 +235,13 @@ def test_admin_actions_are_decided_by_the_services(django_user_model):
     viewer.post("/admin/banks/apitoken/", {"action": "revoke_selected", "_selected_action": [others.pk, own.pk]})
     assert not models.ApiToken.objects.get(pk=others.pk).revoked_at
     assert models.ApiToken.objects.get(pk=own.pk).revoked_at
+
+
+def test_a_webhook_secret_is_shown_only_to_who_administers_the_bank(django_user_model):
+    bank = make_bank("team-a")
+    source = MAKERS[models.WebhookSource](bank, "a")
+    _, viewer = _staff(django_user_model, "viewer", bank)
+    _, owner = _staff(django_user_model, "admin", bank)
+    page = viewer.get(_change(source))
+    assert page.status_code == 200 and source.secret not in page.content.decode()
+    assert source.secret in owner.get(_change(source)).content.decode()
