@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,13 +18,49 @@ import pytest
 from banks.providers.embeddings import HashingEmbedder
 
 
-class FakeOpenAI(BaseHTTPRequestHandler):
+class JsonHandler(BaseHTTPRequestHandler):
+    """The base of every stand-in provider: reads a JSON body, answers JSON, logs nothing."""
+
+    def read_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def send_json(self, payload: object, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def send_empty(self, status: int) -> None:
+        self.send_response(status)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def local_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a free loopback port for the block; yields ``http://127.0.0.1:<port>``."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class FakeOpenAI(JsonHandler):
     delay = 0.0
     status = 200
     requests: list[dict] = []
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         FakeOpenAI.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         time.sleep(FakeOpenAI.delay)
         if self.path.endswith("/embeddings"):
@@ -32,29 +69,18 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             content = {"answer": "Alice prefers tea.", "cited_ids": ["m1", "bogus"], "confidence": 0.8,
                        "entities": [{"name": "Alice", "entity_type": "PERSON"}]}
             payload = {"choices": [{"message": {"content": json.dumps(content)}}]}
-        raw = json.dumps(payload).encode()
-        self.send_response(FakeOpenAI.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(payload, FakeOpenAI.status)
 
 
 @pytest.fixture
 def openai_server() -> Iterator[str]:
     """The base URL (``.../v1``) of a local OpenAI-compatible server answering embeddings and chat."""
     FakeOpenAI.delay, FakeOpenAI.status, FakeOpenAI.requests = 0.0, 200, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+    with local_server(FakeOpenAI) as url:
+        yield f"{url}/v1"
 
 
-class SlowEmbeddings(BaseHTTPRequestHandler):
+class SlowEmbeddings(JsonHandler):
     """An OpenAI-style embeddings endpoint that takes ``delay`` seconds, like a remote provider."""
 
     delay = 0.6
@@ -62,19 +88,11 @@ class SlowEmbeddings(BaseHTTPRequestHandler):
     requested = threading.Event()
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         SlowEmbeddings.requested.set()
         time.sleep(SlowEmbeddings.delay)
         data = [{"index": i, "embedding": self.embedder.embed_one(t)} for i, t in enumerate(body["input"])]
-        raw = json.dumps({"data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json({"data": data})
 
 
 @dataclass
@@ -86,13 +104,10 @@ class SlowProvider:
 @pytest.fixture
 def slow_embeddings(settings: Any) -> Iterator[SlowProvider]:
     """A provider whose embeddings take 0.6 s (served on this machine)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), SlowEmbeddings)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    settings.MEMORYHUB_EMBEDDINGS_URL = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS = 384
-    yield SlowProvider("openai:slow", SlowEmbeddings.requested)
-    httpd.shutdown()
+    with local_server(SlowEmbeddings) as url:
+        settings.MEMORYHUB_EMBEDDINGS_URL = f"{url}/v1"
+        settings.MEMORYHUB_EMBEDDINGS_DIMENSIONS = 384
+        yield SlowProvider("openai:slow", SlowEmbeddings.requested)
 
 
 @pytest.fixture

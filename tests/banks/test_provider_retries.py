@@ -5,11 +5,9 @@ HTTP server that answers a scripted sequence of statuses."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,15 +16,16 @@ from banks.providers.base import ProviderError, ProviderTimeout, RetryBudget, re
 from banks.providers.embeddings import OpenAICompatibleEmbedder
 from banks.providers.llm import OpenAICompatibleLanguageModel
 from banks.providers.rerank import HttpReranker
+from tests.fakes import JsonHandler, local_server
 
 
-class Scripted(BaseHTTPRequestHandler):
+class Scripted(JsonHandler):
     # Each request takes the next (status, headers, delay) of the script; past its end, 200.
     script: list[tuple[int, dict[str, str], float]] = []
     paths: list[str] = []
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         Scripted.paths.append(self.path)
         status, headers, delay = Scripted.script.pop(0) if Scripted.script else (200, {}, 0.0)
         time.sleep(delay)
@@ -38,27 +37,14 @@ class Scripted(BaseHTTPRequestHandler):
             payload = [{"index": i, "score": float(i)} for i, _ in enumerate(body["documents"])]
         else:
             payload = {"choices": [{"message": {"content": json.dumps({"summary": "- ok"})}}]}
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(payload, status, headers)
 
 
 @pytest.fixture
 def server(monkeypatch) -> Iterator[str]:  # noqa: ANN001
     Scripted.script, Scripted.paths = [], []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+    with local_server(Scripted) as url:
+        yield f"{url}/v1"
 
 
 @pytest.fixture

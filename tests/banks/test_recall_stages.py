@@ -5,10 +5,8 @@ it changed, and a stage that fails or times out leaves recall answering without 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -22,11 +20,12 @@ from banks.recall_fusion import RecallConfig
 from banks.selectors.recall import recall_memories
 from banks.selectors.recall_expand import clean_terms
 from banks.services.memories import memory_retain
+from tests.fakes import JsonHandler, local_server
 
 pytestmark = pytest.mark.django_db
 
 
-class Fake(BaseHTTPRequestHandler):
+class Fake(JsonHandler):
     delay = 0.0
     status = 200
     shape = "cohere"
@@ -34,7 +33,7 @@ class Fake(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]] = []
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         Fake.requests.append({"path": self.path, "body": body})
         time.sleep(Fake.delay)
         payload: Any
@@ -48,25 +47,14 @@ class Fake(BaseHTTPRequestHandler):
                 payload = results
         else:
             payload = {"choices": [{"message": {"content": json.dumps({"terms": Fake.terms})}}]}
-        raw = json.dumps(payload).encode()
-        self.send_response(Fake.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(payload, Fake.status)
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     Fake.delay, Fake.status, Fake.shape, Fake.terms, Fake.requests = 0.0, 200, "cohere", [], []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with local_server(Fake) as url:
+        yield url
 
 
 @pytest.fixture

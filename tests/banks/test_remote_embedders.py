@@ -3,11 +3,8 @@ against a local HTTP server that speaks all three."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -18,6 +15,7 @@ from banks.providers.embeddings import build_embedder, embedder_spec, get_embedd
 from banks.providers.remote_embeddings import BATCH, split_spec
 from banks.selectors.recall import recall_memories
 from banks.services.memories import memory_retain
+from tests.fakes import JsonHandler, local_server
 
 
 def vector_of(text: str) -> list[float]:
@@ -26,18 +24,17 @@ def vector_of(text: str) -> list[float]:
     return [float("tea" in words), float("sail" in words), float("violin" in words), float("paris" in words), 0.1]
 
 
-class EmbeddingServer(BaseHTTPRequestHandler):
+class EmbeddingServer(JsonHandler):
     requests: list[dict[str, Any]] = []
     # Refuse any batch holding a text that contains this (a turn whose context is being refreshed).
     refuse_containing: str | None = None
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         EmbeddingServer.requests.append({"path": self.path, "body": body})
         texts = body.get("inputs") or body.get("input") or []
         if EmbeddingServer.refuse_containing and any(EmbeddingServer.refuse_containing in t for t in texts):
-            self.send_response(400)
-            self.end_headers()
+            self.send_empty(400)
             return
         payload: Any
         if self.path == "/embed":  # TEI
@@ -49,27 +46,16 @@ class EmbeddingServer(BaseHTTPRequestHandler):
         elif self.path == "/weird/embed":
             payload = {"unexpected": "shape"}
         else:
-            self.send_response(404)
-            self.end_headers()
+            self.send_empty(404)
             return
-        raw = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(payload)
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     EmbeddingServer.requests, EmbeddingServer.refuse_containing = [], None
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingServer)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with local_server(EmbeddingServer) as url:
+        yield url
 
 
 @pytest.mark.parametrize(("spec", "path"), [("tei:bge-small", "/embed"), ("ollama:nomic-embed-text", "/api/embed"),
