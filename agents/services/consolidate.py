@@ -15,9 +15,10 @@ from contextlib import contextmanager
 from django.db import connection
 
 from banks.models import Bank, Memory
+from banks.selectors.near_duplicates import near_duplicate_of
 from banks.services.audit import audit_record
 from banks.services.consolidation import observations_consolidate
-from banks.services.memories import memories_archive, near_duplicate_of
+from banks.services.memories import memories_archive
 from banks.services.merge import memory_merge
 
 MIN_MEANINGFUL_CHARS = 3

@@ -16,7 +16,8 @@ from banks.duplicate_rule import same_fact
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import cosine
-from banks.services.memories import memory_retain, near_duplicate_of
+from banks.selectors.near_duplicates import near_duplicate_of
+from banks.services.memories import memory_retain
 
 DEFAULTS = {"enabled": True, "importance_threshold": 0.4, "max_facts_per_turn": 3, "dedup_threshold": 0.85}
 CATEGORIES = {"preference": "user_preference", "fact": "knowledge", "plan": "goal", "instruction": "correction"}

@@ -22,6 +22,7 @@ from banks.content import clean_metadata, content_hash, metadata_size, new_memor
 from banks.duplicate_rule import same_fact
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
+from banks.selectors.near_duplicates import NEAR_LOOK_LIMIT, nearest_live_memories
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.entities import attach_entities
@@ -37,7 +38,7 @@ from banks.services.memory_rows import (
     turn_context_ahead,
 )
 from banks.turn_context import embedding_text
-from banks.vectors import distance_sql, nearest_rows, prepare_graph_walk, vector_literal, vector_scope
+from banks.vectors import prepare_graph_walk
 from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
@@ -114,67 +115,6 @@ def stamp_author(metadata: dict[str, Any] | None, author: str | None) -> dict[st
     if author:
         metadata[AUTHOR_KEY] = author
     return metadata
-
-
-NEAR_LOOK_LIMIT = 40
-
-
-# How many of the nearest memories a retain weighs: the nearest may be another person's look-alike
-# report (see banks.duplicate_rule) while the next one is the same fact.
-NEAR_CANDIDATES = 5
-
-
-def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
-                        own_index: bool | None = None, prepared: bool = False,
-                        model: str | None = None) -> tuple[str, float] | None:
-    """The most similar live memory of the bank and its cosine similarity (see ``nearest_live_memories``)."""
-    rows = nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, own_index=own_index,
-                                 prepared=prepared, model=model, count=1)
-    return (rows[0][0], rows[0][1]) if rows else None
-
-
-def near_duplicate_of(bank: Bank, text: str, vector: list[float], dims: int, *, threshold: float,
-                      exclude_pk: int | None = None, model: str | None = None) -> tuple[str, float, str] | None:
-    """The live memory ``text`` would repeat: the nearest at or above ``threshold`` that also names the same
-    names and numbers (banks.duplicate_rule); (memory id, similarity, text), or None."""
-    for candidate in nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, model=model):
-        if candidate[1] < threshold:
-            return None
-        if same_fact(text, candidate[2]):
-            return candidate
-    return None
-
-
-def nearest_live_memories(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
-                          own_index: bool | None = None, prepared: bool = False, model: str | None = None,
-                          count: int = NEAR_CANDIDATES) -> list[tuple[str, float, str]]:
-    """The ``count`` most similar live memories of the bank: (memory id, cosine similarity, text).
-
-    ``own_index``: where the bank's rows are indexed (see ``vector_scope``), as the caller read it
-    (default: the bank as loaded). ``prepared`` (see ``nearest_rows``) lets a caller holding a lock
-    make this one statement. ``model``: only vectors of that model compare (a bank's rows written by
-    another model at the same size, hashing-384 beside MiniLM, are not neighbours of anything)."""
-    distance = distance_sql(dims)
-    own = bank.own_vector_index if own_index is None else own_index
-    # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
-    sql = (
-        f"SELECT memory_id, 1 - {distance}, text FROM banks_memory "  # noqa: S608
-        "WHERE bank_id = %s AND embedding_dims = %s AND archived_at IS NULL AND forgotten_at IS NULL "
-        "AND {scope} "
-        + ("AND embedding_model = %s " if model else "")
-        + ("AND id <> %s " if exclude_pk else "")
-        + f"ORDER BY {distance}{{exact}} LIMIT {int(count)}"
-    )
-    literal = vector_literal(vector)
-    params: list[Any] = [literal, bank.pk, dims]
-    if model:
-        params.append(model)
-    if exclude_pk:
-        params.append(exclude_pk)
-    params.append(literal)
-    rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared,
-                        scope=vector_scope(bank.pk, own=own))
-    return [(row[0], float(row[1]), row[2]) for row in rows]
 
 
 def memory_retain(
