@@ -358,11 +358,13 @@ class _Importer:
         """
         return rows_insert(self.bank.pk, rows, timezone.now())
 
-    def _overwrite(self, memory: Memory, pk: int) -> bool:
+    def _overwrite(self, memory: Memory, pk: int, *, retained: bool) -> bool:
         # The text changed, so what it mentions did too: the owner drops the old mentions (and their
-        # counts); the archive's (or extracted) entities are attached with the batch's.
-        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in OVERWRITTEN_COLUMNS},
-                             mentions=False)
+        # counts); the archive's (or extracted) entities are attached with the batch's. ``retained``:
+        # the archive says when the memory was retained, and that is kept, as for a new row; a record
+        # without it keeps the row's own time rather than taking the import's.
+        columns = (*OVERWRITTEN_COLUMNS, "retained_at") if retained else OVERWRITTEN_COLUMNS
+        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in columns}, mentions=False)
 
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
@@ -403,7 +405,8 @@ class _Importer:
             # each other instead of deadlocking.
             for (record, digest, pk), vector in sorted(zip(overwrite_rows, vectors[len(new_rows):], strict=True),
                                                        key=lambda item: item[0][2]):
-                if self._overwrite(self._memory(record, digest, vector, now), pk):
+                if self._overwrite(self._memory(record, digest, vector, now), pk,
+                                   retained=record.retained_at is not None):
                     stored.append((record, pk))
                     overwritten.append(pk)
                     outcome.overwritten += 1
