@@ -67,7 +67,7 @@ def _time(a: dict[str, Any], key: str) -> Any:
 def _retain(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     outcome = memory_retain(bank=bank, text=a.get("content", ""), actor=by.label, author=by.label, tags=a.get("tags"),
                             metadata=a.get("metadata"), occurred_at=_time(a, "occurred_at"),
-                            source=a.get("source"))
+                            source=a.get("source"), by=by)
     usage_record_retain(bank, deduplicated=outcome.deduplicated)
     return render.retain_result(outcome)
 
@@ -97,7 +97,7 @@ def _recall_filters(a: dict[str, Any]) -> RecallFilters:
 def _reflect(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     if not a.get("query"):
         # Without a question it is AgentOS's memory_reflect: a consolidation pass.
-        return agent_memory_reflect(bank=bank, actor=by.label, topic=a.get("topic"))
+        return agent_memory_reflect(bank=bank, actor=by.label, topic=a.get("topic"), by=by)
     return _reflect_banks([bank], by, a)
 
 
@@ -120,7 +120,7 @@ def _forget(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
 
 def _directive(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     row = directive_create(bank=bank, rule_text=a.get("rule_text", ""), actor=by.label,
-                           directive_id=a.get("directive_id"), scope=a.get("scope") or "bank")
+                           directive_id=a.get("directive_id"), scope=a.get("scope") or "bank", by=by)
     return {"model_id": row.model_id, "kind": row.kind, "revision": row.revision}
 
 
@@ -141,7 +141,7 @@ def _get_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, 
 def _create_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     row = observation_create(bank=bank, text=a.get("text", ""), actor=by.label,
                              source_ids=a.get("source_ids") or a.get("evidence"), scope=a.get("scope"),
-                             confidence=a.get("confidence", 0.9))
+                             confidence=a.get("confidence", 0.9), by=by)
     return {"observation": observation_row(observation_view(row))}
 
 
@@ -150,7 +150,7 @@ def _delete_observation(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[st
         row = observation_get(bank=bank, observation_id=str(a.get("observation_id", "")))
     except NotFound:
         return {"deleted": False}
-    return {"deleted": observation_delete(observation=row, actor=by.label)}
+    return {"deleted": observation_delete(observation=row, actor=by.label, by=by)}
 
 
 def _list_models(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
@@ -165,14 +165,14 @@ def _create_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any
     row = mental_model_create(bank=bank, model_id=a.get("model_id") or mental_model_id_for(title), title=title,
                               actor=by.label,
                               content=a.get("content"), sections=a.get("sections"), scope=a.get("scope") or "bank",
-                              source_ids=a.get("source_ids"))
+                              source_ids=a.get("source_ids"), by=by)
     return {"model_id": row.model_id, "revision": row.revision, "kind": row.kind, "title": row.title}
 
 
 def _update_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
     model, result = mental_model_apply_delta(model=model, operations=a.get("operations"), actor=by.label,
-                                             expected_revision=a.get("expected_revision"))
+                                             expected_revision=a.get("expected_revision"), by=by)
     return {"changed": result.changed, "revision": model.revision, "applied": result.applied,
             "skipped": result.skipped}
 
@@ -182,7 +182,7 @@ def _delete_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any
         model = mental_model_get(bank=bank, model_id=a.get("model_id", ""))
     except NotFound:
         return {"deleted": False}
-    return {"deleted": mental_model_delete(model=model, actor=by.label)}
+    return {"deleted": mental_model_delete(model=model, actor=by.label, by=by)}
 
 
 def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str, ...] = (), checked: bool = False
@@ -226,12 +226,12 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
          create_bank=True),
     Tool("memory_update_mental_model", "write", _update_model, "Apply delta operations to a mental model."),
     Tool("memory_delete_mental_model", "forget", _delete_model, "Delete a mental model (soft)."),
-    Tool("memory_add", "write", _agentos(agent_memory_add, "type", "scope", "tags", required=("content",)),
+    Tool("memory_add", "write", _agentos(agent_memory_add, "type", "scope", "tags", required=("content",), checked=True),
          "AgentOS: store a trace (type episodic|semantic|procedural|prospective).", create_bank=True),
     Tool("memory_update", "write", _agentos(agent_memory_update, "content", "tags", required=("traceId",), checked=True),
          "AgentOS: change a trace's content or tags."),
     Tool("memory_delete", "forget", _agentos(agent_memory_delete, required=("traceId",), checked=True), "AgentOS: soft-delete a trace."),
-    Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",)),
+    Tool("memory_merge", "write", _agentos(agent_memory_merge, "content", required=("traceIds",), checked=True),
          "AgentOS: merge two or more traces into one."),
     Tool("memory_search", "read", _search, "AgentOS: full-text search with type/scope filters."),
     Tool("memory_history", "read", _history, "Recall as the bank was at a moment (as_of)."),

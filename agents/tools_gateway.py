@@ -90,7 +90,7 @@ def graph_neighbours(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, 
 def refresh_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
     model = mental_model_get(bank=bank, model_id=str(a.get("model_id") or ""))
     model = mental_model_refresh(model=model, actor=by.label, content=a.get("content"),
-                                 add_source_ids=a.get("new_source_ids"))
+                                 add_source_ids=a.get("new_source_ids"), by=by)
     return {"model_id": model.model_id, "revision": model.revision, "source_count": len(model.source_ids)}
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 from django.db import connection
 
+from banks.access import Principal, authorize
 from banks.models import Bank, Memory
 from banks.selectors.near_duplicates import near_duplicate_of
 from banks.services.audit import audit_record
@@ -40,7 +41,9 @@ def bank_lock(bank: Bank) -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
 
 
-def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) -> dict[str, int]:
+def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None,
+                         by: Principal | None = None) -> dict[str, int]:
+    authorize(by, bank.bank_id, "write")
     started = time.perf_counter()
     counts = {"pruned": 0, "merged": 0, "derived": 0, "compacted": 0}
     with bank_lock(bank) as acquired:
@@ -64,7 +67,7 @@ def agent_memory_reflect(*, bank: Bank, actor: str, topic: str | None = None) ->
                 if other is None or other.pk in merged_away:
                     continue
                 memory_merge(bank=bank, memory_ids=[memory.memory_id, other.memory_id], actor=actor,
-                             reason="consolidation: near-duplicates")
+                             reason="consolidation: near-duplicates", by=by)
                 merged_away.add(other.pk)
                 counts["merged"] += 1
         outcome = observations_consolidate(bank=bank, actor=actor)

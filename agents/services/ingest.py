@@ -66,7 +66,7 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
                                          "source_turn": turn_id,
                                          **({"session_id": session_id} if session_id else {})},
                                memory_layer="episodic" if category == "episodic" else "semantic", near_dedup=False,
-                               author=actor)
+                               author=actor, by=None)  # a task: the turn was authorised when it was sent
         if result.stored:
             outcome.stored.append(result.memory_id or "")
             accepted.append((fact.text, vector))

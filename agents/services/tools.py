@@ -30,12 +30,12 @@ def _type(value: str | None) -> str:
 
 
 def agent_memory_add(*, bank: Bank, actor: str, content: str, type: str | None = None, scope: str | None = None,
-                     tags: list[str] | None = None) -> dict[str, Any]:
+                     tags: list[str] | None = None, by: Principal | None = None) -> dict[str, Any]:
     kind = _type(type)
     scope = (scope or "user").strip() or "user"
     outcome = memory_retain(bank=bank, text=content, actor=actor, tags=tags, fact_type=TYPES[kind],
                             memory_layer=kind, metadata={"scope": scope}, source="agent:memory_add",
-                            near_dedup=False, author=actor)
+                            near_dedup=False, author=actor, by=by)
     # SHA-256 dedup: identical content answers with the id already stored.
     return {"traceId": outcome.memory_id, "deduplicated": outcome.deduplicated}
 
@@ -63,15 +63,16 @@ def agent_memory_delete(*, bank: Bank, actor: str, traceId: str,  # noqa: N803
     return {"deleted": outcome.deleted_count == 1}
 
 
-def agent_memory_merge(*, bank: Bank, actor: str, traceIds: list[str], content: str | None = None  # noqa: N803
-                       ) -> dict[str, Any]:
+def agent_memory_merge(*, bank: Bank, actor: str, traceIds: list[str], content: str | None = None,  # noqa: N803
+                       by: Principal | None = None) -> dict[str, Any]:
     if not isinstance(traceIds, list) or len(set(traceIds)) < 2:
         raise InvalidInput("give at least two trace ids", field="traceIds")
     if content is None:
         texts = list(Memory.objects.live().filter(bank=bank, memory_id__in=traceIds).values_list("memory_id", "text"))
         order = {m: i for i, m in enumerate(traceIds)}
         content = " ".join(t for _, t in sorted(texts, key=lambda r: order.get(r[0], 0)))
-    survivor = memory_merge(bank=bank, memory_ids=traceIds, actor=actor, text=content, reason="agent:memory_merge")
+    survivor = memory_merge(bank=bank, memory_ids=traceIds, actor=actor, text=content, reason="agent:memory_merge",
+                            by=by)
     return {"mergedTraceId": survivor.memory_id, "sourcesDeleted": len(set(traceIds)) - 1}
 
 

@@ -32,7 +32,7 @@ class RetainApi(BankApiView):
             bank=bank, text=body.content, actor=actor, author=actor, tags=body.tags, metadata=body.metadata,
             occurred_at=body.occurred_at, source=body.source, fact_type=body.fact_type,
             memory_layer=body.memory_layer, memory_id=body.memory_id, entities=body.entities,
-            pii=body.pii_detected, near_dedup=not body.allow_duplicate,
+            pii=body.pii_detected, near_dedup=not body.allow_duplicate, by=self.principal(request),
         )
         usage_record_retain(bank, deduplicated=outcome.deduplicated)
         return ok(render.retain_result(outcome))

@@ -45,7 +45,7 @@ class ObservationsApi(BankApiView):
         body = self.body(request, ObservationCreateRequest)
         bank = self.bank(request, body.bank_id, "write", create=True)
         row = observation_create(bank=bank, text=body.text, actor=self.actor(request), source_ids=body.source_ids,
-                                 scope=body.scope, confidence=body.confidence)
+                                 scope=body.scope, confidence=body.confidence, by=self.principal(request))
         return ok(render.observation(observation_view(row)))
 
 
@@ -60,14 +60,15 @@ class ObservationApi(BankApiView):
         row = observation_update(
             observation=observation_get(bank=bank, observation_id=observation_id), actor=self.actor(request),
             text=body.text, confidence=body.confidence, scope=body.scope, add_source_ids=body.add_source_ids,
-            remove_source_ids=body.remove_source_ids, reason=body.reason,
+            remove_source_ids=body.remove_source_ids, reason=body.reason, by=self.principal(request),
         )
         return ok(render.observation(observation_view(row)))
 
     def delete(self, request: Request, observation_id: str) -> Response:
         bank = self.bank(request, self.query(request, BankQuery).bank_id, "forget")
         row = observation_get(bank=bank, observation_id=observation_id)
-        return ok({"deleted": observation_delete(observation=row, actor=self.actor(request))})
+        return ok({"deleted": observation_delete(observation=row, actor=self.actor(request),
+                                                  by=self.principal(request))})
 
 
 class ObservationsInvalidateApi(BankApiView):
@@ -96,7 +97,8 @@ class DirectivesApi(BankApiView):
         body = self.body(request, DirectiveCreateRequest)
         bank = self.bank(request, body.bank_id, "write", create=True)
         row = directive_create(bank=bank, rule_text=body.rule_text, actor=self.actor(request),
-                               directive_id=body.directive_id, scope=body.scope, priority=body.priority)
+                               directive_id=body.directive_id, scope=body.scope, priority=body.priority,
+                               by=self.principal(request))
         return ok(render.directive(row))
 
 
@@ -111,19 +113,19 @@ class DirectiveApi(BankApiView):
         row = directive_update(
             directive=mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE), actor=self.actor(request),
             rule_text=body.rule_text, scope=body.scope, is_active=body.is_active, priority=body.priority,
-            expected_revision=body.expected_revision,
+            expected_revision=body.expected_revision, by=self.principal(request),
         )
         return ok(render.directive(row))
 
     def delete(self, request: Request, directive_id: str) -> Response:
         bank = self.bank(request, self.query(request, BankQuery).bank_id, "forget")
         row = mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE)
-        return ok({"deleted": mental_model_delete(model=row, actor=self.actor(request))})
+        return ok({"deleted": mental_model_delete(model=row, actor=self.actor(request), by=self.principal(request))})
 
 
 class DirectiveDeactivateApi(BankApiView):
     def post(self, request: Request, directive_id: str) -> Response:
         bank = self.bank(request, self.body(request, BankQuery).bank_id, "write")
         row = directive_update(directive=mental_model_get(bank=bank, model_id=directive_id, kind=DIRECTIVE),
-                               actor=self.actor(request), is_active=False)
+                               actor=self.actor(request), is_active=False, by=self.principal(request))
         return ok(render.directive(row))

@@ -45,7 +45,7 @@ class MentalModelsApi(BankApiView):
         model = mental_model_create(
             bank=bank, model_id=body.model_id or mental_model_id_for(body.title), title=body.title, actor=self.actor(request), content=body.content,
             sections=body.sections, structured_doc=body.structured_doc, scope=body.scope,
-            source_ids=body.source_ids,
+            source_ids=body.source_ids, by=self.principal(request),
         )
         return ok(render.mental_model(model))
 
@@ -62,7 +62,8 @@ class MentalModelApi(BankApiView):
         except NotFound:
             # Astrocyte answers a missing or already deleted model with deleted: false, not 404.
             return ok({"deleted": False})
-        return ok({"deleted": mental_model_delete(model=model, actor=self.actor(request))})
+        return ok({"deleted": mental_model_delete(model=model, actor=self.actor(request),
+                                                  by=self.principal(request))})
 
     def patch(self, request: Request, model_id: str) -> Response:
         return MentalModelUpdateApi.dispatch_update(self, request, model_id)
@@ -75,7 +76,7 @@ class MentalModelRefreshApi(BankApiView):
         model = mental_model_get(bank=bank, model_id=model_id)
         model = mental_model_refresh(model=model, actor=self.actor(request), content=body.content,
                                      source_ids=body.source_ids, add_source_ids=body.new_source_ids,
-                                     expected_revision=body.expected_revision)
+                                     expected_revision=body.expected_revision, by=self.principal(request))
         return ok(render.mental_model(model))
 
 
@@ -89,7 +90,7 @@ class MentalModelUpdateApi(BankApiView):
         bank = view.bank(request, body.bank_id, "write")
         model = mental_model_get(bank=bank, model_id=model_id)
         model, result = mental_model_apply_delta(model=model, operations=body.operations, actor=view.actor(request),
-                                                 expected_revision=body.expected_revision)
+                                                 expected_revision=body.expected_revision, by=view.principal(request))
         return ok({"model": render.mental_model(model), "revision": model.revision, **result.summary()})
 
 
@@ -129,5 +130,5 @@ class MentalModelRevertApi(BankApiView):
         bank = self.bank(request, body.bank_id, "write")
         model = mental_model_get(bank=bank, model_id=model_id)
         model = mental_model_revert(model=model, to_revision=body.revision, actor=self.actor(request),
-                                    expected_revision=body.expected_revision)
+                                    expected_revision=body.expected_revision, by=self.principal(request))
         return ok(render.mental_model(model))

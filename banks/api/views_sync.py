@@ -37,7 +37,8 @@ class SyncPushApi(BankApiView):
     def post(self, request: Request, bank_id: str) -> Response:
         body = self.body(request, SyncPushRequest)
         bank = self.bank(request, bank_id, "write", create=True)
-        return ok({"results": sync_push(bank=bank, actor=self.actor(request), records=body.records)})
+        return ok({"results": sync_push(bank=bank, actor=self.actor(request), records=body.records,
+                                         by=self.principal(request))})
 
 
 class ChangesApi(BankApiView):

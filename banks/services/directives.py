@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from banks.access import Principal, authorize
 from banks.live.structured_doc import ParagraphBlock, Section, StructuredDocument, load_document
 from banks.models import Bank, MentalModel
 from banks.services.audit import audit_record
@@ -33,7 +34,8 @@ def _rule(rule_text: object) -> str:
 
 
 def directive_create(*, bank: Bank, rule_text: str, actor: str, directive_id: str | None = None,
-                     scope: str = "bank", priority: int = 0) -> MentalModel:
+                     scope: str = "bank", priority: int = 0, by: Principal | None = None) -> MentalModel:
+    authorize(by, bank.bank_id, "write")
     text = _rule(rule_text)
     check_int32(priority, "priority")
     model = mental_model_create(
@@ -48,7 +50,8 @@ def directive_create(*, bank: Bank, rule_text: str, actor: str, directive_id: st
 
 def directive_update(*, directive: MentalModel, actor: str, rule_text: str | None = None, scope: str | None = None,
                      is_active: bool | None = None, priority: int | None = None,
-                     expected_revision: int | None = None) -> MentalModel:
+                     expected_revision: int | None = None, by: Principal | None = None) -> MentalModel:
+    authorize(by, directive.bank.bank_id, "write")
     if rule_text is not None or scope is not None:
         doc = rule_document(_rule(rule_text)) if rule_text is not None else None
         directive = mental_model_save_revision(

@@ -136,11 +136,13 @@ def memory_retain(
     near_dedup: bool = True,
     audit: bool = True,
     author: str | None = None,
+    by: Principal | None = None,
 ) -> RetainOutcome:
     """``author``: the authenticated caller's principal, stamped as metadata ``_actor`` (see stamp_author).
 
     ``near_dedup=False`` stores a text however close it is to a memory of the bank (an operator's or
     client's ``allow_duplicate``); the same text twice is still refused (a unique constraint)."""
+    authorize(by, bank.bank_id, "write")
     text = validate_text(text)
     tags = validate_tags(tags)
     metadata, dropped = validate_metadata(metadata)

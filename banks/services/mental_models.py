@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.live.deltas import DeltaResult, DeltaSchemaError, StaleBlockError, apply_delta_ops
 from banks.live.structured_doc import (
     StructuredDocError,
@@ -134,8 +135,10 @@ def mental_model_create(
     *, bank: Bank, model_id: str, title: str, actor: str, content: str | None = None,
     sections: list[dict[str, Any]] | None = None, structured_doc: dict[str, Any] | None = None,
     scope: str = "bank", source_ids: list[str] | None = None, kind: str = MentalModel.Kind.GENERAL,
+    by: Principal | None = None,
 ) -> MentalModel:
     """Create, or (as Astrocyte does) replace an existing model's document as a new revision."""
+    authorize(by, bank.bank_id, "write")
     if not model_id or len(model_id) > 255:
         raise InvalidInput("must be 1-255 characters", field="model_id")
     if not isinstance(title, str) or not title.strip():
@@ -169,13 +172,14 @@ def mental_model_create(
 
 def mental_model_refresh(
     *, model: MentalModel, actor: str, content: str | None = None, source_ids: list[str] | None = None,
-    add_source_ids: list[str] | None = None, expected_revision: int | None = None,
+    add_source_ids: list[str] | None = None, expected_revision: int | None = None, by: Principal | None = None,
 ) -> MentalModel:
     """New content (rebuilding the structure) and/or provenance, as a new revision.
 
     Without new content the text stays exactly as it is (Astrocyte's refresh by source ids only
     merges the ids): it is not re-rendered from the structure, which would rewrite plain text.
     """
+    authorize(by, model.bank.bank_id, "write")
     doc = model_document(model)
     if content is not None:
         doc = carry_block_ids(doc, parse_markdown(content))
@@ -192,8 +196,10 @@ def mental_model_refresh(
 
 def mental_model_apply_delta(
     *, model: MentalModel, operations: Any, actor: str, expected_revision: int | None = None,
+    by: Principal | None = None,
 ) -> tuple[MentalModel, DeltaResult]:
     """Apply delta operations; nothing is written when no op applied (no empty revisions)."""
+    authorize(by, model.bank.bank_id, "write")
     check_count(operations, "operations")
     base = model_document(model)
     try:
@@ -218,7 +224,8 @@ def mental_model_apply_delta(
 
 
 def mental_model_revert(*, model: MentalModel, to_revision: int, actor: str,
-                        expected_revision: int | None = None) -> MentalModel:
+                        expected_revision: int | None = None, by: Principal | None = None) -> MentalModel:
+    authorize(by, model.bank.bank_id, "write")
     target = MentalModelRevision.objects.filter(model=model, number=to_revision).first()
     if target is None:
         raise NotFound(f"revision {to_revision} of mental model '{model.model_id}' not found")
@@ -232,8 +239,9 @@ def mental_model_revert(*, model: MentalModel, to_revision: int, actor: str,
     )
 
 
-def mental_model_delete(*, model: MentalModel, actor: str, reason: str = "") -> bool:
-    """Soft delete; False when it was already deleted (Astrocyte's ``{"deleted": false}``)."""
+def mental_model_delete(*, model: MentalModel, actor: str, reason: str = "", by: Principal | None = None) -> bool:
+    """Soft delete (a directive's too); False when it was already deleted (Astrocyte's ``{"deleted": false}``)."""
+    authorize(by, model.bank.bank_id, "forget")
     with transaction.atomic():
         moved = MentalModel.objects.filter(pk=model.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
         if moved:

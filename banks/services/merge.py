@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from banks.access import Principal, authorize
 from banks.models import Bank, DuplicatePair, Memory, MemoryEntity, MemoryLink, ObservationEvidence
 from banks.services.audit import audit_record
 from banks.services.entities import link_memory_entities
@@ -23,9 +24,10 @@ from memoryhub.errors import InvalidInput, NotFound
 
 
 def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | None = None,
-                 reason: str = "") -> Memory:
+                 reason: str = "", by: Principal | None = None) -> Memory:
     """Raises NotFound when any of the memories is missing or no longer live, also when a concurrent
     merge or archive took one of them first."""
+    authorize(by, bank.bank_id, "write")
     ids = list(dict.fromkeys(memory_ids or []))
     if len(ids) < 2:
         raise InvalidInput("give at least two memory ids to merge", field="memory_ids")
@@ -84,8 +86,9 @@ def _live_rows(bank: Bank, ids: list[str], *, lock: bool = False) -> dict[str, M
     return found
 
 
-def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str) -> int:
+def duplicates_dismiss(*, bank: Bank, memory_ids: list[str], actor: str, by: Principal | None = None) -> int:
     """Mark memories as "not duplicates of each other" so review stops proposing them."""
+    authorize(by, bank.bank_id, "write")
     ids = list(dict.fromkeys(memory_ids or []))
     if len(ids) < 2:
         raise InvalidInput("give at least two memory ids", field="memory_ids")

@@ -98,7 +98,8 @@ def observation_get(*, bank: Bank, observation_id: str, include_deleted: bool = 
 
 
 def observation_create(*, bank: Bank, text: str, actor: str, source_ids: list[str] | None = None,
-                       scope: str | None = None, confidence: float = 0.9) -> Observation:
+                       scope: str | None = None, confidence: float = 0.9, by: Principal | None = None) -> Observation:
+    authorize(by, bank.bank_id, "write")
     text = _text(text)
     confidence = _confidence(confidence)
     ids = _evidence_ids(_ids(source_ids), "source_ids")
@@ -142,8 +143,9 @@ def observation_import(*, bank: Bank, observation_id: str, text: str, actor: str
 def observation_update(
     *, observation: Observation, actor: str, text: str | None = None, confidence: float | None = None,
     scope: str | None = None, add_source_ids: list[str] | None = None,
-    remove_source_ids: list[str] | None = None, reason: str = "",
+    remove_source_ids: list[str] | None = None, reason: str = "", by: Principal | None = None,
 ) -> Observation:
+    authorize(by, observation.bank.bank_id, "write")
     fields: list[str] = []
     if text is not None and _text(text) != observation.text:
         observation.text = _text(text)
@@ -177,7 +179,9 @@ def observation_update(
     return observation
 
 
-def observation_delete(*, observation: Observation, actor: str, reason: str = "") -> bool:
+def observation_delete(*, observation: Observation, actor: str, reason: str = "",
+                       by: Principal | None = None) -> bool:
+    authorize(by, observation.bank.bank_id, "forget")
     with transaction.atomic():
         moved = Observation.objects.filter(pk=observation.pk, deleted_at__isnull=True).update(
             deleted_at=timezone.now())

@@ -16,6 +16,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from banks.access import Principal, authorize
 from banks.content import content_hash
 from banks.models import Bank, Memory
 from banks.services.memories import memory_retain
@@ -80,7 +81,8 @@ def _push_one(bank: Bank, actor: str, record: Any) -> dict[str, Any]:
     return {"id": record_id, "status": "stored"}
 
 
-def sync_push(*, bank: Bank, actor: str, records: list[Any]) -> list[dict[str, Any]]:
+def sync_push(*, bank: Bank, actor: str, records: list[Any], by: Principal | None = None) -> list[dict[str, Any]]:
+    authorize(by, bank.bank_id, "write")  # once for the push: each record is then the server's write
     if not isinstance(records, list):
         raise InvalidInput("must be a list of records", field="records")
     if len(records) > MAX_RECORDS:

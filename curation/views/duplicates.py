@@ -87,13 +87,14 @@ def duplicates_action(request: HttpRequest, bank_id: str) -> HttpResponse:
     ids = request.POST.getlist("ids")
     try:
         if request.POST.get("action") == "dismiss":
-            duplicates_dismiss(bank=bank, memory_ids=ids, actor=actor(request))
+            duplicates_dismiss(bank=bank, memory_ids=ids, actor=actor(request), by=operator(request))
             messages.success(request, "Dismissed: these will not be proposed together again.")
         elif request.POST.get("confirm") != "1":
             # Merging archives all but one text of the cluster: never a one-click action.
             messages.error(request, "Nothing merged: tick \u201cthese say the same thing\u201d to confirm the merge.")
         else:
-            survivor = memory_merge(bank=bank, memory_ids=ids, actor=actor(request), reason="near-duplicate review")
+            survivor = memory_merge(bank=bank, memory_ids=ids, actor=actor(request), reason="near-duplicate review",
+                                    by=operator(request))
             messages.success(request, f"Merged {len(ids) - 1} into {survivor.memory_id}.")
     except MemoryHubError as exc:
         messages.error(request, exc.message)

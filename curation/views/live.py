@@ -70,7 +70,7 @@ def model_new(request: HttpRequest, bank_id: str) -> HttpResponse:
         try:
             model = mental_model_create(bank=bank, model_id=data["model_id"].strip(), title=data["title"],
                                         content=data["content"], scope=data["scope"].strip() or "bank",
-                                        actor=actor(request), source_ids=data["source_ids"])
+                                        actor=actor(request), source_ids=data["source_ids"], by=operator(request))
         except MemoryHubError as exc:
             form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
                            exc.message)
@@ -131,7 +131,7 @@ def model_edit(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespons
     }[op]
     try:
         model, result = mental_model_apply_delta(model=model, operations=[operation], actor=actor(request),
-                                                 expected_revision=data["revision"])
+                                                 expected_revision=data["revision"], by=operator(request))
         if result.changed:
             messages.success(request, f"Saved as revision {model.revision}.")
         else:
@@ -154,14 +154,15 @@ def model_action(request: HttpRequest, bank_id: str, model_id: str) -> HttpRespo
     data = form.cleaned_data
     try:
         if action == "revert":
-            model = mental_model_revert(model=model, to_revision=data["to"], actor=actor(request))
+            model = mental_model_revert(model=model, to_revision=data["to"], actor=actor(request),
+                                        by=operator(request))
             messages.success(request, f"Reverted; now at revision {model.revision}.")
         elif action == "refresh":
             mental_model_refresh(model=model, actor=actor(request), content=data["content"] or None,
-                                 add_source_ids=data["source_ids"])
+                                 add_source_ids=data["source_ids"], by=operator(request))
             messages.success(request, "Refreshed.")
         else:
-            mental_model_delete(model=model, actor=actor(request), reason=data["reason"])
+            mental_model_delete(model=model, actor=actor(request), reason=data["reason"], by=operator(request))
             messages.success(request, f"Deleted {model.model_id}.")
             return redirect("curation:models", bank_id=bank.bank_id)
     except MemoryHubError as exc:
@@ -198,21 +199,21 @@ def directive_save(request: HttpRequest, bank_id: str) -> HttpResponse:
             data = change.cleaned_data
             directive = mental_model_get(bank=bank, model_id=data["directive_id"].strip(), kind=DIRECTIVE)
             if data["action"] == "delete":
-                mental_model_delete(model=directive, actor=actor(request))
+                mental_model_delete(model=directive, actor=actor(request), by=operator(request))
             else:
                 update = data["action"] == "update"
                 directive_update(directive=directive, actor=actor(request),
                                  rule_text=data["rule_text"] if update else None,
                                  scope=data["scope"] if update else None,
                                  is_active={"activate": True, "deactivate": False}.get(data["action"]),
-                                 priority=(data["priority"] or 0) if update else None)
+                                 priority=(data["priority"] or 0) if update else None, by=operator(request))
         else:
             form = DirectiveForm(request.POST)
             if not form.is_valid():
                 return _directives_page(request, bank, form, status=422)
             directive_create(bank=bank, rule_text=form.cleaned_data["rule_text"], actor=actor(request),
                              scope=form.cleaned_data["scope"].strip() or "bank",
-                             priority=form.cleaned_data["priority"])
+                             priority=form.cleaned_data["priority"], by=operator(request))
         messages.success(request, "Directives updated.")
     except NotFound:
         raise  # an unknown directive is a 404 page, like every unknown id
@@ -255,7 +256,7 @@ def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
             observation_create(bank=bank, text=form.cleaned_data["text"], actor=actor(request),
                                source_ids=form.cleaned_data["source_ids"],
                                scope=form.cleaned_data["scope"].strip() or None,
-                               confidence=form.cleaned_data["confidence"])
+                               confidence=form.cleaned_data["confidence"], by=operator(request))
         else:
             change = ObservationChangeForm(request.POST)
             if not change.is_valid():
@@ -264,12 +265,13 @@ def observation_save(request: HttpRequest, bank_id: str) -> HttpResponse:
             data = change.cleaned_data
             row = observation_get(bank=bank, observation_id=data["observation_id"])
             if data["action"] == "delete":
-                observation_delete(observation=row, actor=actor(request))
+                observation_delete(observation=row, actor=actor(request), by=operator(request))
             elif data["action"] == "invalidate":
                 observation_invalidate(observation=row, actor=actor(request), by=operator(request))
             else:
                 observation_update(observation=row, actor=actor(request), text=data["text"] or None,
-                                   add_source_ids=data["attach"], remove_source_ids=data["detach"])
+                                   add_source_ids=data["attach"], remove_source_ids=data["detach"],
+                                   by=operator(request))
         messages.success(request, "Observations updated.")
     except NotFound:
         raise

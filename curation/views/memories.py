@@ -167,7 +167,8 @@ def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
         try:
             outcome = memory_retain(bank=bank, text=data["text"], actor=actor(request), author=actor(request),
                                     tags=data["tags"], near_dedup=request.POST.get("allow_duplicate") != "1",
-                                    source="curation", fact_type=data["fact_type"].strip() or None)
+                                    source="curation", fact_type=data["fact_type"].strip() or None,
+                                    by=operator(request))
         except MemoryHubError as exc:
             form.add_error("text" if getattr(exc, "field", "") == "content" else None, exc.message)
         else:
@@ -308,7 +309,7 @@ def memory_merge_view(request: HttpRequest, bank_id: str, memory_id: str) -> Htt
         others = form.cleaned_data["merge"]
         try:
             survivor = memory_merge(bank=bank, memory_ids=[memory_id, *others], actor=actor(request),
-                                    reason=form.cleaned_data["reason"])
+                                    reason=form.cleaned_data["reason"], by=operator(request))
         except MemoryHubError as exc:
             form.add_error(None, exc.message)
             status = refusal_status(exc)

@@ -18,9 +18,22 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from banks.access import ROLE_PERMISSIONS
-from banks.models import ApiToken, Bank, BankMembership, BankRole, LegalHold, LifecyclePolicy, Memory
+from banks.models import (
+    ApiToken,
+    Bank,
+    BankMembership,
+    BankRole,
+    LegalHold,
+    LifecyclePolicy,
+    Memory,
+    MentalModel,
+    Observation,
+)
+from banks.services.directives import directive_create
 from banks.services.holds import hold_set
 from banks.services.memories import memory_retain
+from banks.services.mental_models import mental_model_create, mental_model_refresh
+from banks.services.observations import observation_create
 from banks.services.tokens import token_create
 from tests.conftest import ApiClient
 
@@ -179,6 +192,171 @@ ACTIONS: dict[str, tuple[str, Callable[[World], bool] | None, Callable[[World], 
         "page": lambda w: w.page.post("/tokens/new", {"name": "minted-here", "banks": B, "permissions": ["read"]}),
     }),
 }
+
+# The writes of the live layers, retain, push and merge: each service checks the caller itself
+# (``by``), so a surface that forgot its own check would still be refused.
+M, D = "m1", "directive:d1"
+
+
+def _model(w: World) -> MentalModel:
+    return MentalModel.objects.get(bank=w.bank, model_id=M)
+
+
+def _directive(w: World) -> MentalModel:
+    return MentalModel.objects.get(bank=w.bank, model_id=D)
+
+
+def _observation_id(w: World) -> str:
+    return Observation.objects.get(bank=w.bank).observation_id
+
+
+def _with_model(w: World) -> None:
+    mental_model_create(bank=w.bank, model_id=M, title="Prefs", content="## Summary\n\nOld.", actor="test")
+
+
+def _with_two_revisions(w: World) -> None:
+    _with_model(w)
+    mental_model_refresh(model=_model(w), actor="test", content="## Summary\n\nNewer.")
+
+
+def _with_directive(w: World) -> None:
+    directive_create(bank=w.bank, rule_text="Answer in English.", actor="test", directive_id=D)
+
+
+def _with_observation(w: World) -> None:
+    observation_create(bank=w.bank, text="Alice likes tea.", actor="test", source_ids=[w.memory_id])
+
+
+def _with_second_memory(w: World) -> None:
+    memory_retain(bank=w.bank, text="Bob asked to be forgotten too.", actor="test", memory_id="second-one")
+
+
+def _merged(w: World) -> bool:
+    return Memory.objects.get(bank=w.bank, memory_id="second-one").merged_into_id == w.memory.pk
+
+
+def _retained(w: World) -> bool:
+    return Memory.objects.filter(bank=w.bank, text="Matrix retained.").exists()
+
+
+def _model_revised(w: World) -> bool:
+    return _model(w).revision > 1
+
+
+def _model_reverted(w: World) -> bool:
+    return _model(w).revision == 3 and "Old." in _model(w).content
+
+
+def _model_deleted(w: World) -> bool:
+    return _model(w).deleted_at is not None
+
+
+def _directive_revised(w: World) -> bool:
+    return _directive(w).revision > 1
+
+
+def _mop(w: World, action: str, **extra: Any) -> Any:
+    return w.page.post(f"/banks/{B}/models/{M}/action", {"action": action, **extra})
+
+
+def _dch(w: World, action: str, **extra: Any) -> Any:
+    return w.page.post(f"/banks/{B}/directives/save", {"directive_id": D, "action": action, **extra})
+
+
+def _och(w: World, action: str, **extra: Any) -> Any:
+    return w.page.post(f"/banks/{B}/observations/save", {"observation_id": _observation_id(w), "action": action,
+                                                         **extra})
+
+
+ACTIONS.update({
+    "retain": ("write", _retained, None, {
+        "rest": lambda w: w.api.post("/v1/retain", {"bank_id": B, "content": "Matrix retained."}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_retain", {"bank_id": B, "content": "Matrix retained."}),
+        "agentos tool": lambda w: w.api.post("/v1/agent/memory_add", {"bank_id": B, "content": "Matrix retained."}),
+        "page": lambda w: w.page.post(f"/banks/{B}/memories/new", {"text": "Matrix retained."}),
+    }),
+    "sync push": ("write", lambda w: Memory.objects.filter(bank=w.bank, memory_id="record-0001").exists(), None, {
+        "rest": lambda w: w.api.post(f"/v1/banks/{B}/sync/push", {"records": [{"id": "record-0001",
+                                                                                "text": "Pushed here."}]}),
+    }),
+    "merge": ("write", _merged, _with_second_memory, {
+        "agentos tool": lambda w: w.api.post("/v1/agent/memory_merge", {"bank_id": B,
+                                                                         "traceIds": [w.memory_id, "second-one"]}),
+        "memory form": lambda w: w.page.post(f"/banks/{B}/memories/{w.memory_id}/merge", {"merge": ["second-one"]}),
+        "page": lambda w: w.page.post(f"/banks/{B}/duplicates/action", {"action": "merge", "confirm": "1",
+                                                                         "ids": [w.memory_id, "second-one"]}),
+    }),
+    "observation create": ("write", lambda w: Observation.objects.filter(bank=w.bank).exists(), None, {
+        "rest": lambda w: w.api.post("/v1/observations", {"bank_id": B, "text": "Alice likes tea."}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_create_observation", {"bank_id": B,
+                                                                                   "text": "Alice likes tea."}),
+        "page": lambda w: w.page.post(f"/banks/{B}/observations/save", {"action": "create",
+                                                                         "text": "Alice likes tea."}),
+    }),
+    "observation update": ("write", lambda w: Observation.objects.get(bank=w.bank).text == "Alice likes coffee.",
+                           _with_observation, {
+        "rest": lambda w: w.api.patch(f"/v1/observations/{_observation_id(w)}", {"bank_id": B,
+                                                                                 "text": "Alice likes coffee."}),
+        "page": lambda w: _och(w, "update", text="Alice likes coffee."),
+    }),
+    "observation delete": ("forget", lambda w: Observation.objects.get(bank=w.bank).deleted_at is not None,
+                           _with_observation, {
+        "rest": lambda w: w.api.delete(f"/v1/observations/{_observation_id(w)}", {"bank_id": B}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_delete_observation", {
+            "bank_id": B, "observation_id": _observation_id(w)}),
+        "page": lambda w: _och(w, "delete"),
+    }),
+    "model create": ("write", lambda w: MentalModel.objects.filter(bank=w.bank, model_id=M).exists(), None, {
+        "rest": lambda w: w.api.post("/v1/mental-models", {"bank_id": B, "model_id": M, "title": "Prefs",
+                                                           "content": "## Summary\n\nNew."}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_create_mental_model", {
+            "bank_id": B, "model_id": M, "title": "Prefs", "content": "## Summary\n\nNew."}),
+        "page": lambda w: w.page.post(f"/banks/{B}/models/new", {"model_id": M, "title": "Prefs",
+                                                                  "content": "## Summary\n\nNew."}),
+    }),
+    "model update": ("write", _model_revised, _with_model, {
+        "rest": lambda w: w.api.post(f"/v1/mental-models/{M}/update", {
+            "bank_id": B, "operations": [{"op": "add_section", "heading": "Added"}]}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_update_mental_model", {
+            "bank_id": B, "model_id": M, "operations": [{"op": "add_section", "heading": "Added"}]}),
+        "page": lambda w: w.page.post(f"/banks/{B}/models/{M}/edit", {"op": "add_section", "heading": "Added"}),
+    }),
+    "model refresh": ("write", _model_revised, _with_model, {
+        "rest": lambda w: w.api.post(f"/v1/mental-models/{M}/refresh", {"bank_id": B,
+                                                                        "content": "## Summary\n\nNew."}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_refresh_mental_model", {
+            "bank_id": B, "model_id": M, "content": "## Summary\n\nNew.", "new_source_ids": [w.memory_id]}),
+        "page": lambda w: _mop(w, "refresh", content="## Summary\n\nNew."),
+    }),
+    "model revert": ("write", _model_reverted, _with_two_revisions, {
+        "rest": lambda w: w.api.post(f"/v1/mental-models/{M}/revert", {"bank_id": B, "revision": 1}),
+        "page": lambda w: _mop(w, "revert", to=1),
+    }),
+    "model delete": ("forget", _model_deleted, _with_model, {
+        "rest": lambda w: w.api.delete(f"/v1/mental-models/{M}", {"bank_id": B}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_delete_mental_model", {"bank_id": B, "model_id": M}),
+        "page": lambda w: _mop(w, "delete"),
+    }),
+    "directive create": ("write", lambda w: MentalModel.objects.filter(bank=w.bank, kind="directive").exists(),
+                         None, {
+        "rest": lambda w: w.api.post("/v1/directives", {"bank_id": B, "rule_text": "Answer in English."}),
+        "agent tool": lambda w: w.api.post("/v1/agent/memory_create_directive", {"bank_id": B,
+                                                                                 "rule_text": "Answer in English."}),
+        "page": lambda w: w.page.post(f"/banks/{B}/directives/save", {"rule_text": "Answer in English."}),
+    }),
+    "directive update": ("write", _directive_revised, _with_directive, {
+        "rest": lambda w: w.api.patch(f"/v1/directives/{D}", {"bank_id": B, "rule_text": "Answer in French."}),
+        "page": lambda w: _dch(w, "update", rule_text="Answer in French."),
+    }),
+    "directive deactivate": ("write", lambda w: not _directive(w).is_active, _with_directive, {
+        "rest": lambda w: w.api.post(f"/v1/directives/{D}/deactivate", {"bank_id": B}),
+        "page": lambda w: _dch(w, "deactivate"),
+    }),
+    "directive delete": ("forget", lambda w: _directive(w).deleted_at is not None, _with_directive, {
+        "rest": lambda w: w.api.delete(f"/v1/directives/{D}", {"bank_id": B}),
+        "page": lambda w: _dch(w, "delete"),
+    }),
+})
 
 CASES = [pytest.param(action, surface, role, id=f"{action}-{surface}-{role}")
          for action, (_, _, _, surfaces) in ACTIONS.items() for surface in surfaces for role in ROLES]
