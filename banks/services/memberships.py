@@ -1,7 +1,9 @@
 """Bank memberships: which operator may read, curate or administer a bank in the curation UI.
 
 Every change is audited on the bank (who gained or lost which role): a membership decides who reads a
-bank's memories, so a change made anywhere (the admin, a command) must leave a trace.
+bank's memories, so a change made anywhere (the admin, the members page, a command) must leave a trace.
+A bank that has an administrator keeps one: its last admin cannot be removed, demoted or moved away
+(someone must be left who can grant roles without a superuser).
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from django.db import transaction
 from banks.access import Principal, authorize
 from banks.models import Bank, BankMembership, BankRole
 from banks.services.audit import audit_record
-from memoryhub.errors import InvalidInput
+from memoryhub.errors import Conflict, InvalidInput
+
+
+def _keep_an_admin(bank: Bank, leaving: BankMembership) -> None:
+    """Refuse to take away ``leaving``'s admin role when it is the bank's last. The bank's admin rows are
+    locked first, so two admins demoting each other at once cannot both pass: the second re-reads."""
+    admins = list(BankMembership.objects.select_for_update().filter(bank=bank, role=BankRole.ADMIN)
+                  .order_by("pk").values_list("pk", flat=True))
+    if leaving.pk in admins and len(admins) == 1:
+        raise Conflict(f"{leaving.user.get_username()} is the last admin of bank {bank.bank_id}: make another "
+                       "operator admin first", field="role")
 
 
 def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
@@ -32,6 +44,8 @@ def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
         was = (row.user.get_username(), row.bank, row.role) if row is not None else None
         if was is not None and was[1].pk != bank.pk:
             authorize(by, was[1].bank_id, "admin")
+        if row is not None and (role != BankRole.ADMIN or row.bank_id != bank.pk or row.user_id != user.pk):
+            _keep_an_admin(row.bank, row)
         if row is None:
             row = BankMembership.objects.create(user=user, bank=bank, role=role)
         else:
@@ -49,6 +63,7 @@ def membership_set(*, user: Any, bank: Bank, role: str, actor: str,
 def membership_remove(*, membership: BankMembership, actor: str, by: Principal | None = None) -> None:
     authorize(by, membership.bank.bank_id, "admin")
     with transaction.atomic():
+        _keep_an_admin(membership.bank, membership)
         audit_record(actor=actor, action="membership.remove", bank=membership.bank,
                      target_ids=[membership.user.get_username()], details={"role": membership.role})
         membership.delete()

@@ -20,6 +20,11 @@ def test_a_membership_changed_in_the_admin_is_audited_on_its_bank(admin_client, 
     response = admin_client.post(f"/admin/banks/bankmembership/{membership.pk}/change/",
                                  {"user": olga.pk, "bank": bank.pk, "role": "admin"})
     assert response.status_code == 302, response.content.decode()[:2000]
+    # The bank's last admin stays (the service's rule holds in the admin too) ...
+    response = admin_client.post(f"/admin/banks/bankmembership/{membership.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 409 and "olga is the last admin of bank team-admin" in response.content.decode()
+    # ... until another operator is admin.
+    BankMembership.objects.create(user=django_user_model.objects.create_user(username="ivan"), bank=bank, role="admin")
     response = admin_client.post(f"/admin/banks/bankmembership/{membership.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302 and not BankMembership.objects.filter(user=olga).exists()
     events = list(AuditEvent.objects.filter(bank=bank, action__startswith="membership.").order_by("pk")
