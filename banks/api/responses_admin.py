@@ -39,6 +39,8 @@ class BankHealth(BaseModel):
     issues: list[HealthIssue]
     metrics: dict[str, float]
     assessed_at: str
+    # False when ``metrics.memory_count`` is the estimate shown as "about N" (over 10,000 memories).
+    memory_count_exact: bool
     last_retain_at: str | None
     job_backlog: int
     failed_jobs_7d: int

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from banks.models import AuditEvent, Bank, BankUsage, Job, JobState, Memory
 from banks.selectors.holds import active_hold_ids
+from banks.selectors.memories import bank_memory_count
 
 # Average length is measured over the newest memories so a huge bank answers fast.
 LENGTH_SAMPLE = 1000
@@ -58,11 +59,14 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
         usage = BankUsage.objects.filter(bank=bank).first() or usage
     if bank is None:
         memory_count, avg_length, last_retain_at, retain_count, backlog, failed = 0, None, None, 0, 0, 0
+        count_exact = True
         holds: list[str] = []
     else:
         bank_id = bank.bank_id
         live = Memory.objects.live().filter(bank=bank)
-        memory_count = live.count()
+        # The one count every page shows: exact to 10,000, above it the same "about N" estimate (an exact
+        # COUNT of a million-row bank would take seconds, and disagree with the pages).
+        memory_count, count_exact = bank_memory_count(bank)
         newest = live.order_by("-retained_at", "-id").values("pk")[:LENGTH_SAMPLE]
         avg_length = Memory.objects.filter(pk__in=newest).aggregate(n=Avg(Length("text")))["n"]
         last_retain_at = Memory.objects.filter(bank=bank).aggregate(t=Max("retained_at"))["t"]
@@ -105,7 +109,7 @@ def bank_health(bank: Bank | None, now: datetime | None = None, *, bank_id: str 
         "retain_count": float(retain_count), "recall_count": float(usage.recall_count),
         "reflect_count": float(usage.reflect_count), "memory_count": float(memory_count),
     }
-    details = {"last_retain_at": last_retain_at, "job_backlog": backlog, "failed_jobs_7d": failed,
+    details = {"memory_count_exact": count_exact, "last_retain_at": last_retain_at, "job_backlog": backlog, "failed_jobs_7d": failed,
                "legal_holds": holds, "last_recalled_at": usage.last_recalled_at,
                "error_count": usage.error_count, "last_error_at": usage.last_error_at}
     return BankHealthView(bank_id=bank_id, score=score, status=status, issues=issues, metrics=metrics,

@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from banks.models import Bank, Memory
+from banks.selectors.last_change import change_key
 
 # Counting stops here; above it a page says "about N" (the planner's estimate, see approximate_count).
 COUNT_CAP = 10_000
@@ -154,11 +155,13 @@ def bank_memory_count(bank: Bank) -> tuple[int, bool]:
 
 
 def memory_facets(bank: Bank, sample: int = 5000) -> dict[str, list[str]]:
-    """Fact types, layers and sources in use, read from the latest ``sample`` memories (cached a minute)."""
+    """Fact types, layers and sources in use, read from the latest ``sample`` memories. Cached a minute
+    under the bank's latest audited change, as the overview is: a retain or import of a new fact type or
+    source shows in the filters at once."""
     from django.core.cache import cache
     from django.db import connection
 
-    key = f"memoryhub:facets:{bank.pk}"
+    key = f"memoryhub:facets:{bank.pk}:{change_key(bank.pk)}"
     facets = cache.get(key)
     if facets is None:
         with connection.cursor() as cursor:

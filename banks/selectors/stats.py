@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import connection
 from django.db.models import Count
@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from banks.live.trends import compute_trend
 from banks.models import AuditEvent, Bank, Job, MentalModel, Observation
+from banks.selectors.last_change import change_key, last_changes
 from banks.selectors.memories import bank_memory_count
 
 MIX_SAMPLE = 20_000
@@ -29,16 +30,6 @@ def retained_per_day(bank_ids: list[int], days: int = 14) -> dict[int, list[int]
             if 0 <= index < days:
                 series[bank_id][index] = n
     return series
-
-
-def last_changes(bank_ids: list[int]) -> dict[int, datetime]:
-    """The time of each bank's latest audited change (retains, edits, imports...): one index probe per bank."""
-    if not bank_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT b.id, (SELECT a.created_at FROM banks_auditevent a WHERE a.bank_id = b.id "
-                       "ORDER BY a.created_at DESC LIMIT 1) FROM unnest(%s::bigint[]) AS b(id)", [bank_ids])
-        return {pk: when for pk, when in cursor.fetchall() if when}
 
 
 def bank_cards(banks: list[Bank]) -> list[dict]:
@@ -90,8 +81,7 @@ def bank_overview(bank: Bank) -> dict:
     an operator's own retain, edit, import or bulk action shows at once, not a minute later."""
     from django.core.cache import cache
 
-    changed = last_changes([bank.pk]).get(bank.pk)
-    key = f"memoryhub:overview:{bank.pk}:{changed.isoformat() if changed else '-'}"
+    key = f"memoryhub:overview:{bank.pk}:{change_key(bank.pk)}"
     heavy = cache.get(key)
     if heavy is None:
         heavy = _overview_numbers(bank)

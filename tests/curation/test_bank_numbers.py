@@ -52,3 +52,32 @@ def test_the_overview_shows_the_operators_own_retain_at_once(admin_client, bank)
                                                                     "fact_type": ""})
     assert response.status_code == 302
     assert re.search(r'class="stat">4<', admin_client.get("/banks/user-alice/").content.decode())
+
+
+def test_bank_health_says_the_count_the_pages_say(admin_client, bank, monkeypatch):
+    from banks.selectors.bank_health import bank_health
+    from banks.selectors.memories import bank_memory_count
+
+    _fill(bank, 12)
+    view = bank_health(bank)
+    assert view.metrics["memory_count"] == 12.0 and view.details["memory_count_exact"] is True
+    _fill(bank, 18)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE banks_memory")
+    monkeypatch.setattr("banks.selectors.memories.COUNT_CAP", 10)
+    estimate, exact = bank_memory_count(bank)
+    view = bank_health(bank)
+    # Above the bound: the estimate, flagged as one, not a COUNT of every row.
+    assert not exact and view.metrics["memory_count"] == float(estimate)
+    assert view.details["memory_count_exact"] is False
+    assert f"about {estimate:,}" in admin_client.get("/banks/user-alice/").content.decode()
+
+
+def test_the_memory_filters_show_the_operators_own_new_source_at_once(admin_client, bank):
+    _fill(bank, 2)
+    page = admin_client.get("/banks/user-alice/memories/").content.decode()
+    assert "crm-sync" not in page and "meeting-notes" not in page
+    memory_retain(bank=bank, text="Ava moved the stand-up to 9:30.", actor="user:admin", source="crm-sync",
+                  fact_type="meeting-notes", near_dedup=False, extract_entities=False)
+    page = admin_client.get("/banks/user-alice/memories/").content.decode()
+    assert '<option value="crm-sync"' in page and '<option value="meeting-notes"' in page
