@@ -59,6 +59,12 @@ class Run:
                 for rank, hit in enumerate(hits, 1)]
 
     @property
+    def cells(self) -> list[dict[str, Any]]:
+        """Each hit for the side-by-side comparison: the arms that ranked it (only those), its move."""
+        return [{"hit": hit, "ranks": [(arm, r) for arm, r in zip(ARM_NAMES, ranks, strict=True) if r is not None],
+                 "change": change} for hit, ranks, change in self.rows]
+
+    @property
     def reranked(self) -> bool:
         """Did the rerank stage re-order this run (so the table shows fused and rerank ranks)?"""
         rerank = self.outcome.trace.rerank if self.outcome else None
@@ -103,6 +109,14 @@ def _config_from(request: HttpRequest, prefix: str, base: RecallConfig) -> Recal
     return RecallConfig.from_settings(raw)
 
 
+def side_by_side(a: Run, b: Run) -> list[tuple[int, dict[str, Any] | None, dict[str, Any] | None]]:
+    """(rank, A's hit, B's hit) per rank: one row per rank, so the two runs read across, not down two
+    tall tables. The shorter run leaves its cell empty."""
+    left, right = a.cells, b.cells
+    return [(i + 1, left[i] if i < len(left) else None, right[i] if i < len(right) else None)
+            for i in range(max(len(left), len(right)))]
+
+
 @login_required
 def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
@@ -136,7 +150,8 @@ def recall_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
     context = {"bank": bank, "tab": "recall", "q": query, "n": max_results, "ref": request.GET.get("ref", ""),
                "runs": runs, "forms": [(runs[0], "a_"), (second, "b_")], "arms": ARM_NAMES, "compare": compare,
                "embedder": embedder, "embedder_status": status, "base": base,
-               "language": bank_language(bank.config)}
+               "language": bank_language(bank.config),
+               "pairs": side_by_side(runs[0], runs[1]) if compare and query else []}
     template = "curation/recall_playground.html"
     if getattr(request, "htmx", False) and query:
         template += "#results"
