@@ -33,6 +33,7 @@ from memoryhub.errors import (
     database_error_as_domain_error,
     error_body,
 )
+from memoryhub.readers import reading_as
 
 server = MCPServer(name="memoryhub", instructions="Long-term memory banks: retain, recall, reflect, forget, "
                    "observations, mental models and directives; plus the AgentOS memory tools.")
@@ -79,7 +80,8 @@ def _call_sync(raw: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
         principal = _principal_sync(raw)
         if principal is None:
             raise ToolFailed({"error": "AuthenticationFailed", "detail": "Invalid or revoked token", "status": 401})
-        return run_tool(principal, name, {k: v for k, v in args.items() if v is not None})
+        with reading_as(principal.label, "mcp"):
+            return run_tool(principal, name, {k: v for k, v in args.items() if v is not None})
     except MemoryHubError as exc:
         name = "InvalidInput" if isinstance(exc, InvalidInput) else type(exc).__name__
         raise ToolFailed({"error": name, "detail": exc.message, "status": exc.status, **exc.extra}) from None

@@ -23,7 +23,7 @@ from banks.services.coverage import bank_audit
 from banks.services.holds import hold_release, hold_set
 from banks.services.lifecycle import lifecycle_run
 from banks.services.mental_models import mental_model_get, mental_model_refresh
-from banks.services.usage import usage_record_recall
+from banks.services.usage import usage_record_access, usage_record_recall
 from memoryhub.errors import InvalidInput
 
 
@@ -42,6 +42,7 @@ def history(bank: Bank, actor: str, a: dict[str, Any], as_of: Any) -> dict[str, 
     outcome = recall_bank(bank, a.get("query", ""), max_results=clamp(a, "max_results", 10, 1, 1000),
                           max_tokens=a.get("max_tokens"), filters=RecallFilters(tags=a.get("tags"), as_of=as_of),
                           include_directives=False)
+    usage_record_access([bank], outcome.hits, kind="history")
     return {"hits": [render.memory_hit(h) for h in outcome.hits], "total_available": outcome.total_available,
             "truncated": outcome.truncated, "as_of": render.iso(as_of), "bank_id": bank.bank_id,
             "trace": render.recall_trace(outcome.trace)}

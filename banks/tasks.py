@@ -19,6 +19,14 @@ def ping(value: str) -> str:
     return value
 
 
+@shared_task(name="banks.prune_access_log")
+def prune_access_log() -> int:
+    """Beat: the per-memory access log's rows older than MEMORYHUB_ACCESS_LOG_DAYS, a chunk at a time."""
+    from banks.services.access_log import access_log_prune
+
+    return access_log_prune()
+
+
 @shared_task(name="banks.consolidate_observations")
 def consolidate_observations(job_id: int) -> None:
     from banks.services.consolidation import observations_consolidate

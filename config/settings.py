@@ -307,12 +307,17 @@ MEMORYHUB_BANK_ARCHIVE_MAX_LINE_BYTES = env_int("MEMORYHUB_BANK_ARCHIVE_MAX_LINE
 MEMORYHUB_BANK_DELETE_SYNC_MEMORIES = env_int("MEMORYHUB_BANK_DELETE_SYNC_MEMORIES", 5000)
 # Banks of the shared vector graph that grew to MEMORYHUB_OWN_VECTOR_INDEX_ROWS are moved onto their own this often.
 MEMORYHUB_OWN_VECTOR_INDEX_SECONDS = env_int("MEMORYHUB_OWN_VECTOR_INDEX_SECONDS", 300)
+# How long the per-memory access log keeps a read (0: no log at all), and how often the beat prunes it.
+MEMORYHUB_ACCESS_LOG_DAYS = env_int("MEMORYHUB_ACCESS_LOG_DAYS", 90)
+MEMORYHUB_ACCESS_LOG_PRUNE_SECONDS = env_int("MEMORYHUB_ACCESS_LOG_PRUNE_SECONDS", 3600)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "banks-lifecycle-sweep": {"task": "banks.lifecycle_sweep", "schedule": float(MEMORYHUB_LIFECYCLE_SWEEP_SECONDS)},
     "banks-duplicate-rescan": {"task": "banks.rescan_duplicates", "schedule": float(MEMORYHUB_DUPLICATE_RESCAN_SECONDS)},
     "portability-sweep-jobs": {"task": "portability.sweep_jobs", "schedule": float(MEMORYHUB_JOB_SWEEP_SECONDS)},
     "banks-lexeme-statistics": {"task": "banks.count_lexemes", "schedule": float(MEMORYHUB_LEXEME_STATISTICS_SECONDS)},
     "banks-tag-indexes": {"task": "banks.index_tags", "schedule": float(MEMORYHUB_TAG_INDEX_SECONDS)},
+    "banks-access-log-prune": {"task": "banks.prune_access_log",
+                               "schedule": float(MEMORYHUB_ACCESS_LOG_PRUNE_SECONDS)},
     "banks-vector-indexes": {"task": "banks.grow_vector_indexes",
                              "schedule": float(MEMORYHUB_OWN_VECTOR_INDEX_SECONDS)},
 }

@@ -10,6 +10,7 @@ from banks.access import Principal, bank_for
 from banks.api.auth import principal_of
 from banks.api.wire import parse
 from banks.models import Bank
+from memoryhub.readers import reader_note, reader_scope_close, reader_scope_open
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -17,8 +18,19 @@ M = TypeVar("M", bound=BaseModel)
 class BankApiView(APIView):
     """A /v1 operation: parse the body, resolve the bank for the caller, call one service."""
 
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The reader this request notes (``principal``) ends with it: the next request on this thread
+        # starts with none.
+        scope = reader_scope_open()
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            reader_scope_close(scope)
+
     def principal(self, request: Request) -> Principal:
-        return principal_of(request)
+        principal = principal_of(request)
+        reader_note(principal.label, "api")  # the access log names whoever the request reads as
+        return principal
 
     def body(self, request: Request, model: type[M]) -> M:
         return parse(model, request.data)

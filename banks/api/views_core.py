@@ -19,7 +19,12 @@ from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
-from banks.services.usage import usage_record_error, usage_record_recall, usage_record_retain
+from banks.services.usage import (
+    usage_record_access,
+    usage_record_error,
+    usage_record_recall,
+    usage_record_retain,
+)
 from memoryhub.errors import DATABASE_RETRY_AFTER, MemoryHubError
 
 
@@ -86,6 +91,7 @@ class HistoryApi(BankApiView):
         bank = self.bank(request, body.bank_id, "read")
         outcome = recall_bank(bank, body.query, max_results=body.max_results, max_tokens=body.max_tokens,
                               filters=RecallFilters(tags=body.tags, as_of=body.as_of), include_directives=False)
+        usage_record_access([bank], outcome.hits, kind="history")
         return ok({
             "hits": [render.memory_hit(h) for h in outcome.hits],
             "total_available": outcome.total_available,

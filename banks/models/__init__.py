@@ -1,5 +1,6 @@
 """The MemoryHub domain. One module per aggregate; everything is re-exported here."""
 
+from banks.models.access_log import MemoryAccess
 from banks.models.banks import Bank, BankMembership, BankRole
 from banks.models.duplicates import DuplicatePair
 from banks.models.holds import LegalHold, LifecyclePolicy
@@ -30,6 +31,7 @@ __all__ = [
     "LifecyclePolicy",
     "JobState",
     "Memory",
+    "MemoryAccess",
     "MemoryEntity",
     "MemoryLink",
     "MentalModel",

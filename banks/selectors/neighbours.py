@@ -45,8 +45,12 @@ def near_duplicate_threshold(bank: Bank) -> float:
     return round(max(REVIEW_FLOOR, bank.dedup_threshold - REVIEW_MARGIN), 4)
 
 
-def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5) -> list[Neighbour]:
-    """Live memories of the same bank at cosine similarity >= ``threshold``, most similar first."""
+def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5,
+                      own: bool | None = None) -> list[Neighbour]:
+    """Live memories of the same bank at cosine similarity >= ``threshold``, most similar first.
+
+    ``own``: the bank's ``own_vector_index`` from a Bank the caller loaded (``vector_scope``), saving
+    the statement that reads it."""
     if memory.embedding is None or not memory.embedding_dims:
         return []
     dims = int(memory.embedding_dims)
@@ -55,7 +59,7 @@ def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5) -> li
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension; values are parameters.
     sql = (f"SELECT m.memory_id, m.text, m.retained_at, 1 - {distance} FROM banks_memory m "  # noqa: S608
            "WHERE m.bank_id = %s AND m.embedding_dims = %s AND m.archived_at IS NULL "
-           f"AND m.forgotten_at IS NULL AND {vector_scope(memory.bank_id, 'm')} AND m.id <> %s "
+           f"AND m.forgotten_at IS NULL AND {vector_scope(memory.bank_id, 'm', own=own)} AND m.id <> %s "
            f"ORDER BY {distance}{{exact}} LIMIT %s")
     params: list[Any] = [literal, memory.bank_id, dims, memory.pk, literal, limit]
     # One round trip: statements sent together run as one transaction, so the SET LOCALs (keep

@@ -33,6 +33,7 @@ from banks.models import (
     WebhookDelivery,
     WikiPage,
 )
+from banks.services.access_log import access_log_drop_bank
 from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
 from banks.services.tag_indexes import bank_tag_indexes_drop
@@ -103,6 +104,7 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
         "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank)),
         "lexemes": _chunks(BankLexeme.objects.filter(bank=bank)),
         "webhook_deliveries": _chunks(WebhookDelivery.objects.filter(source__bank=bank)),
+        "access_log": access_log_drop_bank(bank.pk),
         "audit_events_kept": _detach_audit(bank),
     }
     with transaction.atomic():

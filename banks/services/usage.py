@@ -29,7 +29,9 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from banks.models import Bank
+from banks.services.access_log import access_log_enabled, access_rows_write
 from banks.services.memory_rows.upkeep import RECALL_MARK_INTERVAL, rows_mark_recalled
+from memoryhub.readers import current_reader
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,11 @@ class _BankCounts:
     last_recalled_at: datetime | None = None
     last_error_at: datetime | None = None
     marked: set[str] = field(default_factory=set)  # memory ids returned (marked at last_recalled_at)
+    # The access log's rows for this bank (memory id, at, kind, surface, reader), written with the counts.
+    accessed: list[tuple[str, datetime, str, str, str]] = field(default_factory=list)
+
+    def counts_anything(self) -> bool:
+        return any((self.recalls, self.reflects, self.errors, self.retains))
 
     def add(self, other: _BankCounts) -> None:
         for name in ("recalls", "hits", "score", "reflects", "successes", "errors", "retains", "dedups"):
@@ -72,6 +79,7 @@ class _BankCounts:
         self.last_recalled_at = _later(self.last_recalled_at, other.last_recalled_at)
         self.last_error_at = _later(self.last_error_at, other.last_error_at)
         self.marked |= other.marked
+        self.accessed.extend(other.accessed)
 
 
 def _later(a: datetime | None, b: datetime | None) -> datetime | None:
@@ -79,6 +87,8 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
 
 
 def _write(cursor, bank_pk: int, counts: _BankCounts) -> None:  # noqa: ANN001
+    if not counts.counts_anything():  # an operator's read: only the access log has something to say
+        return
     cursor.execute(_UPSERT, [bank_pk, counts.recalls, counts.hits, counts.score, counts.reflects, counts.successes,
                              counts.errors, counts.retains, counts.dedups, counts.last_recalled_at,
                              counts.last_error_at])
@@ -98,6 +108,8 @@ def _write_all(pending: dict[int, _BankCounts]) -> None:
                 cursor.execute("SET LOCAL synchronous_commit = off")
             for bank_pk in sorted(pending):  # one order for every writer: no deadlock between two flushes
                 _write(cursor, bank_pk, pending[bank_pk])
+            access_rows_write(cursor, [(bank_pk, *row) for bank_pk in sorted(pending)
+                                       for row in pending[bank_pk].accessed])
     except DatabaseError:
         logger.warning("could not record usage of %d bank(s); answers were unaffected", len(pending),
                        exc_info=True)
@@ -195,6 +207,14 @@ def _by_bank(banks: Sequence[Bank], hits: Iterable[object]) -> dict[int, list[st
     return grouped
 
 
+def _accessed(memory_ids: Iterable[str], at: datetime, kind: str) -> list[tuple[str, datetime, str, str, str]]:
+    """The access log's rows for one request: each memory once, by the reader the interface noted."""
+    if not access_log_enabled():
+        return []
+    reader = current_reader()
+    return [(memory_id, at, kind, reader.surface, reader.who) for memory_id in sorted(set(memory_ids))]
+
+
 def usage_record_recall(banks: Sequence[Bank], hits: Sequence[object]) -> None:
     """One recall answered over ``banks`` with ``hits``. Each bank counts one recall; a bank counts a
     hit (and its best score) when at least one of the hits came from it."""
@@ -204,8 +224,18 @@ def usage_record_recall(banks: Sequence[Bank], hits: Sequence[object]) -> None:
     for bank in _counted(banks):
         scores = [float(getattr(h, "score", 0.0)) for h in hits if getattr(h, "bank_id", "") == bank.bank_id]
         per_bank[bank.pk] = _BankCounts(recalls=1, hits=1 if scores else 0, score=max(scores, default=0.0),
-                                        last_recalled_at=now, marked=set(grouped[bank.pk]))
+                                        last_recalled_at=now, marked=set(grouped[bank.pk]),
+                                        accessed=_accessed(grouped[bank.pk], now, "recall"))
     _record(per_bank)
+
+
+def usage_record_access(banks: Sequence[Bank], hits: Sequence[object], *, kind: str) -> None:
+    """Memories returned by a read that counts no recall (history as of a moment, an operator's
+    search): the access log only."""
+    now = timezone.now()
+    grouped = _by_bank(banks, hits)
+    _record({pk: _BankCounts(accessed=rows) for pk, ids in grouped.items()
+             if (rows := _accessed(ids, now, kind))})
 
 
 def usage_record_reflect(banks: Sequence[Bank], sources: Sequence[object]) -> None:
@@ -213,7 +243,8 @@ def usage_record_reflect(banks: Sequence[Bank], sources: Sequence[object]) -> No
     now = timezone.now()
     grouped = _by_bank(banks, sources)
     _record({bank.pk: _BankCounts(reflects=1, successes=1 if grouped[bank.pk] else 0, last_recalled_at=now,
-                                  marked=set(grouped[bank.pk]))
+                                  marked=set(grouped[bank.pk]),
+                                  accessed=_accessed(grouped[bank.pk], now, "reflect"))
              for bank in _counted(banks)})
 
 
@@ -228,5 +259,5 @@ def usage_record_error(banks: Sequence[Bank]) -> None:
     _record({bank.pk: _BankCounts(errors=1, last_error_at=now) for bank in _counted(banks)})
 
 
-__all__ = ["RECALL_MARK_INTERVAL", "usage_flush", "usage_record_error", "usage_record_recall", "usage_record_reflect",
-           "usage_record_retain"]
+__all__ = ["RECALL_MARK_INTERVAL", "usage_flush", "usage_record_access", "usage_record_error",
+           "usage_record_recall", "usage_record_reflect", "usage_record_retain"]

@@ -26,6 +26,7 @@ from curation.charts import day_chart, sparkline
 from curation.forms import BankDeleteForm, ReflectForm
 from curation.htmx import htmx_template
 from memoryhub.errors import AccessDenied, MemoryHubError
+from memoryhub.readers import reading_as
 
 PAGE = 50
 MAX_SEARCH_BANKS = 25
@@ -155,7 +156,8 @@ def reflect_playground(request: HttpRequest, bank_id: str) -> HttpResponse:
     outcome = None
     if form.is_bound and form.is_valid():
         try:
-            outcome = reflect(banks=[bank], query=form.cleaned_data["q"], tags=form.cleaned_data["tags"] or None)
+            with reading_as(actor(request), "ui"):  # the cited memories' access log names the operator
+                outcome = reflect(banks=[bank], query=form.cleaned_data["q"], tags=form.cleaned_data["tags"] or None)
         except MemoryHubError as exc:
             form.add_error(None, exc.message)
     return render(request, "curation/reflect.html", {"bank": bank, "form": form, "outcome": outcome,

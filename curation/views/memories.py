@@ -16,6 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from banks.access import forget_permission
 from banks.models import Bank, Memory
+from banks.selectors.access_log import memory_access_page
 from banks.selectors.audit import audit_events_about
 from banks.selectors.citations import memory_citations
 from banks.selectors.memories import (
@@ -31,15 +32,18 @@ from banks.selectors.memories import (
 )
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
 from banks.selectors.recall import RecallFilters, bank_recall_config, recall_bank
+from banks.services.access_log import access_log_days
 from banks.services.bulk import ACTIONS, bulk_apply
 from banks.services.bulk_jobs import bulk_job_start, bulk_runs_as_job
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
 from banks.services.merge import memory_merge
+from banks.services.usage import usage_record_access
 from curation.access import actor, operator, operator_bank
 from curation.forms import BulkForm, ForgetForm, MemoryEditForm, MergeForm, RetainForm, RowEditForm, StateForm
 from curation.htmx import htmx_template, is_htmx
 from memoryhub.errors import AccessDenied, Conflict, MemoryHubError
+from memoryhub.readers import reading_as
 
 PAGE = 50
 MAX_SEARCH_PAGES = 20
@@ -58,7 +62,7 @@ def _list_context(request: HttpRequest, bank: Bank) -> dict[str, Any]:
             "other_banks": principal.visible_banks().exclude(pk=bank.pk).order_by("bank_id")[:200]}
 
 
-def _search(bank: Bank, query: str, filters: MemoryFilters, page: int) -> dict[str, Any]:
+def _search(bank: Bank, query: str, filters: MemoryFilters, page: int, who: str) -> dict[str, Any]:
     """One page of hybrid recall, the same recall as the API; later pages ask for more and skip.
 
     Every page reads the same candidates per arm (as many as the first page needs): the total shown
@@ -71,6 +75,8 @@ def _search(bank: Bank, query: str, filters: MemoryFilters, page: int) -> dict[s
         layers=[filters.layer] if filters.layer else None, sources=[filters.source] if filters.source else None))
     facts = [h for h in outcome.hits if h.layer not in {"directive", "observation"}]
     shown = facts[(page - 1) * PAGE: page * PAGE]
+    with reading_as(who, "ui"):  # what the operator's search showed goes in those memories' access log
+        usage_record_access([bank], shown, kind="search")
     by_id = {m.memory_id: m for m in Memory.objects.defer("embedding")
              .filter(bank=bank, memory_id__in=[h.memory_id for h in shown])}
     directives = [h for h in outcome.hits if h.layer == "directive"]
@@ -108,7 +114,7 @@ def memory_list(request: HttpRequest, bank_id: str) -> HttpResponse:
     if context["q"]:
         page = request.GET.get("page", "1")
         number = max(1, min(MAX_SEARCH_PAGES, int(page) if page.isdigit() else 1))
-        context.update(_search(bank, context["q"], context["filters"], number))
+        context.update(_search(bank, context["q"], context["filters"], number, actor(request)))
     else:
         _listing(request, bank, context)
     context["retain_form"] = RetainForm()
@@ -187,13 +193,14 @@ def memory_new(request: HttpRequest, bank_id: str) -> HttpResponse:
 def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: Any) -> dict[str, Any]:
     """Everything the memory page shows, in a bounded number of queries (no recall)."""
     threshold = near_duplicate_threshold(bank)
-    near = memory_neighbours(memory, threshold=threshold) if memory.is_live else []
+    near = memory_neighbours(memory, threshold=threshold, own=bank.own_vector_index) if memory.is_live else []
     principal = operator(request)
     return {
         "bank": bank, "memory": memory, "near": near, "near_threshold": threshold, "tab": "memories",
         "entities": list(memory.entities.all()[:50]),
         "citations": memory_citations(bank=bank, memory_id=memory.memory_id),
         "events": audit_events_about(bank=bank, target_id=memory.memory_id),
+        "access": memory_access_page(bank, memory.memory_id), "access_days": access_log_days(),
         "can_write": principal.can(bank.bank_id, "write"), "can_forget": principal.can(bank.bank_id, "forget"),
         "editing": request.GET.get("edit") == "1" or "edit_form" in forms,
         "edit_form": forms.get("edit_form") or MemoryEditForm(initial={
