@@ -4,12 +4,14 @@ re-rendering a page with what the operator typed. Views hand cleaned data to the
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.forms.renderers import DjangoTemplates
 
 from banks.services.bulk import ACTIONS
+from memoryhub.input_rules import UnstorableInput, utc_datetime
 
 
 class CurationRenderer(DjangoTemplates):
@@ -93,6 +95,27 @@ class RetainForm(CurationForm):
                                 widget=forms.TextInput(attrs={"placeholder": "world", "list": "fact-types"}))
 
 
+class WhenField(forms.Field):
+    """A date or date-time in ISO 8601, read as the API reads times: an offset is honoured, none means
+    UTC, and a time no reader can show is refused, naming the range."""
+
+    widget = forms.TextInput(attrs={"maxlength": 64, "placeholder": "2024-03-01T09:30:00+01:00"})
+
+    def to_python(self, value: Any) -> datetime | None:
+        text = str(value or "").strip()[:64]
+        if not text:
+            return None
+        try:
+            parsed = datetime.fromisoformat(text.replace(" ", "T", 1) if len(text) > 10 else text)
+        except ValueError:
+            raise forms.ValidationError(
+                f"“{text[:40]}” is not a date: write it as 2024-03-01 or 2024-03-01T09:30:00+01:00.") from None
+        try:
+            return utc_datetime(parsed)
+        except UnstorableInput as exc:
+            raise forms.ValidationError(exc.reason) from None
+
+
 class MemoryEditForm(CurationForm):
     id_prefix = "edit"
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label="Text")
@@ -100,6 +123,15 @@ class MemoryEditForm(CurationForm):
     fact_type = forms.CharField(required=False, label="Fact type", max_length=64)
     metadata = MetadataField(required=False, label="Metadata (JSON object)",
                              widget=forms.Textarea(attrs={"rows": 4}))
+    occurred_at = WhenField(required=False, label="Occurred (ISO 8601; no offset means UTC; empty: no date)")
+    created_at = WhenField(required=False, label="Created by its source (ISO 8601; no offset means UTC)")
+
+    def clean_created_at(self) -> datetime | None:
+        # A form without the field (an older page, a script) leaves the date alone; an emptied one is refused.
+        value: datetime | None = self.cleaned_data.get("created_at")
+        if value is None and "created_at" in self.data:
+            raise forms.ValidationError("A memory always has a creation date: write one, or leave the one it has.")
+        return value
     reason = forms.CharField(required=False, label="Why (for the audit log)", max_length=2000)
 
 

@@ -322,6 +322,8 @@ def memory_update(
     metadata: dict[str, Any] | None = None,
     fact_type: str | None = None,
     occurred_at: datetime | None = None,
+    created_at: datetime | None = None,
+    clear_occurred_at: bool = False,
     reason: str = "",
     reextract: bool = True,
     by: Principal | None = None,
@@ -361,10 +363,23 @@ def memory_update(
         check_text(fact_type, "fact_type")
         memory.fact_type = fact_type
         changed.append("fact_type")
+    # The dates the memory carries (when it happened, when its source made it); ``retained_at`` is this
+    # system's own record of storing it and is never edited. Old and new values go in the audit event.
+    dates: dict[str, list[str | None]] = {}
     occurred_at = validate_time(occurred_at, "occurred_at")
+    if clear_occurred_at and occurred_at is None and memory.occurred_at is not None:
+        dates["occurred_at"] = [memory.occurred_at.isoformat(), None]
+        memory.occurred_at = None
+        changed.append("occurred_at")
     if occurred_at is not None and occurred_at != memory.occurred_at:
+        dates["occurred_at"] = [memory.occurred_at.isoformat() if memory.occurred_at else None, occurred_at.isoformat()]
         memory.occurred_at = occurred_at
         changed.append("occurred_at")
+    created_at = validate_time(created_at, "created_at")
+    if created_at is not None and created_at != memory.created_at:
+        dates["created_at"] = [memory.created_at.isoformat(), created_at.isoformat()]
+        memory.created_at = created_at
+        changed.append("created_at")
     if not changed:
         return memory
     # A new text names what it names: its entities are extracted again (a remote call, before the
@@ -378,7 +393,7 @@ def memory_update(
                 _mentions_replace(memory, entities)
             audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
                          reason=reason, details={"fields": [f for f in changed if not f.startswith("embedding")
-                                                            and f != "content_hash"]})
+                                                            and f != "content_hash"], **({"dates": dates} if dates else {})})
             if "text" in changed:
                 from banks.services.observations import observations_invalidate_for_memories
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import messages
@@ -205,11 +206,18 @@ def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: A
         "editing": request.GET.get("edit") == "1" or "edit_form" in forms,
         "edit_form": forms.get("edit_form") or MemoryEditForm(initial={
             "text": memory.text, "tags": memory.tags, "fact_type": memory.fact_type,
-            "metadata": memory.metadata or {}}),
+            "metadata": memory.metadata or {}, "occurred_at": _iso(memory.occurred_at),
+            "created_at": _iso(memory.created_at)}),
         "forget_form": _forget_form(forms.get("forget_form") or ForgetForm(),
                                     may_erase=principal.can(bank.bank_id, forget_permission(compliance=True))),
         "merge_form": forms.get("merge_form") or MergeForm(choices=[(n.memory_id, n.memory_id) for n in near]),
     }
+
+
+def _iso(value: datetime | None) -> str:
+    """A stored time as the edit form shows it: UTC, to the second, read back exactly."""
+    return value.astimezone(UTC).isoformat(timespec="seconds" if not value.microsecond else "microseconds") \
+        if value else ""
 
 
 def _forget_form(form: ForgetForm, *, may_erase: bool) -> ForgetForm:
@@ -251,7 +259,10 @@ def memory_edit(request: HttpRequest, bank_id: str, memory_id: str) -> HttpRespo
         try:
             memory_update(memory=memory, actor=actor(request), text=data["text"], tags=data["tags"],
                           fact_type=data["fact_type"].strip() or None, metadata=data["metadata"],
-                          reason=data["reason"], by=operator(request))
+                          occurred_at=data["occurred_at"],
+                          # Emptied on the form: the memory no longer says when it happened (absent: unchanged).
+                          clear_occurred_at="occurred_at" in request.POST and data["occurred_at"] is None,
+                          created_at=data["created_at"], reason=data["reason"], by=operator(request))
         except MemoryHubError as exc:
             form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None,
                            exc.message)
