@@ -4,6 +4,7 @@ from django.urls import path, register_converter
 from curation.converters import RecordIdConverter
 from curation.login_guard import GuardedAuthenticationForm
 from curation.views import (
+    bank_map,
     banks,
     duplicates,
     holds,
@@ -65,6 +66,7 @@ urlpatterns = [
     path("banks/<str:bank_id>/observations/save", live.observation_save, name="observation-save"),
     path("banks/<str:bank_id>/graph/", records.graph, name="graph"),
     path("banks/<str:bank_id>/graph/link", records.graph_link, name="graph-link"),
+    path("banks/<str:bank_id>/map/", bank_map.bank_map_view, name="map"),
     path("banks/<str:bank_id>/duplicates/", duplicates.duplicates, name="duplicates"),
     path("banks/<str:bank_id>/duplicates/action", duplicates.duplicates_action, name="duplicates-action"),
     path("banks/<str:bank_id>/duplicates/scan", duplicates.duplicates_scan, name="duplicates-scan"),

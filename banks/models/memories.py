@@ -156,7 +156,9 @@ class Entity(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["bank", "entity_id"], name="entity_id_unique_per_bank")]
-        indexes = [models.Index(fields=["bank", "name"], name="entity_bank_name")]
+        indexes = [models.Index(fields=["bank", "name"], name="entity_bank_name"),
+                   # The graph page's list and the bank map: a bank's most mentioned entities first.
+                   models.Index(fields=["bank", "-mention_count", "name"], name="entity_bank_mentions")]
         verbose_name_plural = "entities"
 
     def __str__(self) -> str:
