@@ -6,6 +6,7 @@ from curation.login_guard import GuardedAuthenticationForm
 from curation.views import (
     bank_map,
     banks,
+    consolidation,
     duplicates,
     holds,
     live,
@@ -64,6 +65,9 @@ urlpatterns = [
     path("banks/<str:bank_id>/directives/save", live.directive_save, name="directive-save"),
     path("banks/<str:bank_id>/observations/", live.observations, name="observations"),
     path("banks/<str:bank_id>/observations/save", live.observation_save, name="observation-save"),
+    path("banks/<str:bank_id>/observations/consolidate", consolidation.consolidation_run, name="consolidation-run"),
+    path("banks/<str:bank_id>/observations/<rid:observation_id>/", consolidation.observation_detail,
+         name="observation"),
     path("banks/<str:bank_id>/graph/", records.graph, name="graph"),
     path("banks/<str:bank_id>/graph/link", records.graph_link, name="graph-link"),
     path("banks/<str:bank_id>/map/", bank_map.bank_map_view, name="map"),

@@ -12,8 +12,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from banks.models import Bank, Memory, Observation, ObservationEvidence
+from banks.models import Bank, Memory, Observation
 from banks.providers import get_embedder, get_llm
+from banks.selectors.consolidation import consolidation_backlog_rows
 from banks.services.observations import observation_create, observation_update
 from banks.vectors import distance_sql, nearest_rows, vector_scope
 
@@ -62,10 +63,8 @@ def _matching_observation(bank: Bank, text: str) -> Observation | None:
 def observations_consolidate(*, bank: Bank, actor: str, limit: int = 500,
                              progress: Callable[[int, int], None] | None = None) -> ConsolidationOutcome:
     outcome = ConsolidationOutcome()
-    cited = ObservationEvidence.objects.filter(observation__bank=bank, observation__deleted_at__isnull=True,
-                                               observation__invalidated_at__isnull=True).values("memory_ref")
-    memories = list(Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False)
-                    .exclude(memory_id__in=cited).order_by("-retained_at")[:limit])
+    # The backlog the consolidation page counts: live memories with a vector no live observation cites.
+    memories = list(consolidation_backlog_rows(bank).order_by("-retained_at")[:limit])
     outcome.memories_scanned = len(memories)
     by_pk = {m.pk: m for m in memories}
     unassigned = set(by_pk)

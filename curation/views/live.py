@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from banks.live.structured_doc import load_document, parse_markdown
 from banks.models import Bank, MentalModel
+from banks.selectors.consolidation import consolidation_status
 from banks.selectors.live_layers import rule_text
 from banks.selectors.mental_models import mental_model_list, revision_diff, revision_list
 from banks.selectors.observations import observation_list
@@ -237,6 +238,7 @@ def _observations_page(request: HttpRequest, bank: Bank, form: ObservationCreate
     rows = [{"view": v, "timeline": evidence_strip(v.evidence_times)} for v in views]
     return render(request, htmx_template(request, "curation/observations.html", "observation-list"),
                   {"bank": bank, "rows": rows, "trend": trend or "", "tab": "observations",
+                   "consolidation": consolidation_status(bank),
                    "trends": ["new", "strengthening", "stable", "weakening", "stale"],
                    "can_write": operator(request).can(bank_id, "write"),
                    "can_forget": operator(request).can(bank_id, "forget"), "form": form or ObservationCreateForm()},
