@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from agents import tools_gateway as gateway
@@ -37,7 +38,7 @@ from banks.services.mental_models import (
 )
 from banks.services.observations import observation_create, observation_delete, observation_get
 from banks.services.reflect import reflect
-from banks.services.usage import usage_record_recall, usage_record_retain
+from banks.services.usage import usage_record_access, usage_record_recall, usage_record_retain
 from memoryhub.errors import InvalidInput, NotFound
 from memoryhub.input_rules import check_storable, utc_datetime
 from portability.formats.common import parse_time
@@ -204,8 +205,12 @@ def _agentos(fn: Callable[..., dict[str, Any]], *keys: str, required: tuple[str,
 
 
 def _search(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
-    return agent_memory_search(bank=bank, query=a.get("query", ""), type=a.get("type"), scope=a.get("scope"),
-                               limit=a.get("limit") or 10)
+    found = agent_memory_search(bank=bank, query=a.get("query", ""), type=a.get("type"), scope=a.get("scope"),
+                                limit=a.get("limit") or 10)
+    # What the search returned goes in those memories' access log, as a recall's hits do.
+    usage_record_access([bank], [SimpleNamespace(bank_id=bank.bank_id, memory_id=r["id"])
+                                 for r in found.get("results", [])], kind="search")
+    return found
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in [

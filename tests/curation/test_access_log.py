@@ -59,6 +59,14 @@ def test_mcp_recall_is_noted_as_mcp(mcp_url, make_bank, make_token):  # noqa: F8
     assert (read.kind, read.surface) == ("recall", "mcp") and read.reader.startswith("token:")
 
 
+def test_the_agent_search_tool_over_rest_is_noted(bank, jazz, make_token):
+    api = ApiClient(make_token())
+    answer = api.post("/v1/agent/memory_search", {"bank_id": bank.bank_id, "query": "jazz"})
+    assert answer.status_code == 200 and answer.json()["results"]
+    (read,) = _reads(jazz)
+    assert (read.kind, read.surface) == ("search", "api") and read.reader.startswith("token:")
+
+
 def test_one_recall_writes_each_memory_once(bank, jazz):
     hit = type("Hit", (), {"bank_id": bank.bank_id, "memory_id": jazz.memory_id, "layer": "fact", "score": 1.0})
     usage_record_recall([bank], [hit, hit])
