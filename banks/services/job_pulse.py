@@ -170,6 +170,17 @@ def job_pulse(job_id: int, *, cancellable: bool = True) -> Iterator[None]:
                 _stopped.add(job_id)
 
 
+def noted_progress(job_id: int) -> dict[str, int]:
+    """The progress a running job noted for its pulse and the pulse may not have written yet (a job that
+    ends between two beats): its end writes it, so a finished job says how far it really got."""
+    pulse = _pulse_of(job_id)
+    if pulse is None:
+        return {}
+    with pulse.lock:
+        noted = {"progress_done": pulse.done, "progress_total": pulse.total}
+    return {name: value for name, value in noted.items() if value is not None}
+
+
 def job_was_stopped(job_id: int) -> bool:
     """Whether the job was asked to stop while it ran (its pulse may have cancelled its statement or ended
     its session): then the error it ended with is that, not a failure."""

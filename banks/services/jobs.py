@@ -24,6 +24,7 @@ from banks.services.job_pulse import (
     job_phase,
     job_pulse,
     job_was_stopped,
+    noted_progress,
 )
 from memoryhub.errors import Conflict
 from memoryhub.queue import enqueue_after_commit
@@ -86,8 +87,8 @@ def job_note_quietly(job: Job, **notes: Any) -> None:
 
 def job_finish(*, job: Job, result: dict[str, Any] | None = None, counts: dict[str, int] | None = None,
                errors: list[dict[str, Any]] | None = None, message: str = "") -> Job:
-    changes: dict[str, Any] = {"state": JobState.SUCCEEDED, "finished_at": timezone.now(), "result": result or {},
-                               "message": message}
+    changes: dict[str, Any] = {**noted_progress(job.pk), "state": JobState.SUCCEEDED, "finished_at": timezone.now(),
+                               "result": result or {}, "message": message}
     if counts is not None:
         changes["counts"] = counts
     if errors is not None:
