@@ -51,6 +51,9 @@ class MemoryRow:
     embedding: Sequence[float] | str | None
     embedding_model: str
     embedding_dims: int | None
+    # A conversation turn's context when the writer computed it (and made the vector with it):
+    # banks.services.memory_rows.TurnContextsAhead. Otherwise the insert's refresh computes it.
+    context: str | None = None
 
 
 def memory_statistics_refresh() -> None:

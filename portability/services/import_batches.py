@@ -42,6 +42,8 @@ class BatchImporter(Protocol):
 
     def to_embed(self, batch: list[MemoryRecord | RecordError]) -> list[MemoryRecord]: ...
 
+    def vector_text(self, record: MemoryRecord) -> str: ...
+
     def run_batch(self, batch: list[MemoryRecord | RecordError]) -> None: ...
 
 
@@ -142,7 +144,7 @@ def load(importer: BatchImporter, stream: Iterator[list[MemoryRecord | RecordErr
                 writer.wait()
                 raise
             todo = importer.to_embed(batch)
-            current, ahead = ahead, (batch, todo, pool.submit([r.text for r in todo]))
+            current, ahead = ahead, (batch, todo, pool.submit([importer.vector_text(r) for r in todo]))
             if current is not None:
                 writer.run(partial(_run, importer, *current, progress))
         if ahead is not None:

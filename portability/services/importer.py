@@ -32,11 +32,18 @@ from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh
 from banks.services.entities import attach_entities_batch
-from banks.services.memory_rows import mentions_count, mentions_take, row_overwrite, rows_insert
+from banks.services.memory_rows import (
+    TurnContextsAhead,
+    mentions_count,
+    mentions_take,
+    row_overwrite,
+    rows_insert,
+)
 from banks.services.observations import observation_import
 from banks.services.text_statistics import bank_lexemes_after_load
 from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
+from banks.turn_context import embedding_text
 from memoryhub.errors import InvalidInput, once_more_on_lock_conflict
 from portability.formats.ama import parse_iso
 from portability.observation_records import is_observation, observation_fields, observation_problem
@@ -168,6 +175,9 @@ class _Importer:
         self.seen_ids: dict[int, Any] = {}
         # Vector literals the embedding workers computed for the current batch, by id() of the record.
         self.ready: dict[int, str] = {}
+        # Conversation turns' contexts, computed before their vectors (each turn embedded once, with it).
+        self.contexts: TurnContextsAhead | None = None
+        self.context_of: dict[int, str | None] = {}
         # Store memories without the vectors they lack (filled in after the load: banks.services.vector_fill).
         self.defer = False
         # Big enough for the embedding workers (and, usually, for the bank's own vector index).
@@ -184,7 +194,19 @@ class _Importer:
         """The records of ``batch`` that will need a fresh vector if they are stored."""
         if self.dry_run or self.defer:
             return []
-        return [r for r in batch if isinstance(r, MemoryRecord) and r.text.strip() and not self._reusable(r)]
+        records = [r for r in batch if isinstance(r, MemoryRecord) and r.text.strip()]
+        self.contexts = self.contexts or TurnContextsAhead(self.bank)
+        # Every record moves its session along; only those embedded here keep theirs (a reused vector
+        # is made again with its context by the insert's refresh).
+        contexts = self.contexts.contexts([(r.text, r.metadata or {}, r.created_at or r.occurred_at or timezone.now(),
+                                            r.occurred_at) for r in records])
+        todo = [r for r in records if not self._reusable(r)]
+        self.context_of.update({id(r): c for r, c in zip(records, contexts, strict=True) if c and not self._reusable(r)})
+        return todo
+
+    def vector_text(self, record: MemoryRecord) -> str:
+        """What ``record``'s vector is made from: its text, and its context when it is a conversation turn."""
+        return embedding_text(record.text, self.context_of.get(id(record)))
 
     def _vectors(self, records: list[MemoryRecord]) -> list[list[float] | str | None]:
         vectors: list[list[float] | str | None] = []
@@ -199,7 +221,7 @@ class _Importer:
                 vectors.append(None)
                 missing.append(i)
         if missing and not self.defer:
-            fresh = self.embedder.embed([records[i].text for i in missing])
+            fresh = self.embedder.embed([self.vector_text(records[i]) for i in missing])
             for i, vector in zip(missing, fresh, strict=True):
                 vectors[i] = vector
         return vectors
@@ -228,6 +250,8 @@ class _Importer:
         # After the batch's memories: an observation's evidence points at them.
         for record in observations:
             self._observation(record)
+        for item in batch:
+            self.context_of.pop(id(item), None)
 
     def _observation(self, record: MemoryRecord) -> None:
         report, fields = self.report, observation_fields(record)
@@ -348,6 +372,7 @@ class _Importer:
             # A deferred vector: no model or size yet, so no vector search takes the row for embedded.
             embedding_model=self.embedder.name if vector is not None else "",
             embedding_dims=self.embedder.dimensions if vector is not None else None,
+            context=self.context_of.get(id(record)) if vector is not None else None,
         )
 
     def _insert(self, rows: list[MemoryRow]) -> dict[str, int]:

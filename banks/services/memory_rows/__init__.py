@@ -19,6 +19,7 @@ nowhere else. What it keeps, whoever writes:
 
 from banks.services.memory_rows.context_rebuild import rows_contexts_rebuild
 from banks.services.memory_rows.contexts import (
+    TurnContextsAhead,
     turn_context_ahead,
     turn_context_followers,
     turn_context_refresh,
@@ -63,7 +64,7 @@ from banks.services.memory_rows.upkeep import (
 )
 
 __all__ = [
-    "turn_context_ahead", "turn_context_followers", "turn_context_refresh", "turn_vectors_refresh",
+    "TurnContextsAhead", "turn_context_ahead", "turn_context_followers", "turn_context_refresh", "turn_vectors_refresh",
     "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
     "mentions_link_pairs", "mentions_recount", "mentions_take", "mentions_unlink_pairs", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",

@@ -12,7 +12,7 @@ again once it commits (an embedding may be a remote call: no transaction waits o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -109,6 +109,86 @@ def turn_context_ahead(*, bank: Bank, text: str, metadata: dict[str, Any], creat
                 for r in reversed(rows) if r[1] is not None]
     new = Turn(pk=0, text=text, speaker=speaker_of(metadata, text), when=occurred_at or created_at)
     return compose_context(new, previous)
+
+
+# The session keys of rows about to be inserted (by the rule the insert trigger applies).
+_KEYS_SQL = "SELECT memoryhub_session_key_of(md) FROM unnest(%s::jsonb[]) WITH ORDINALITY AS u(md, i) ORDER BY i"
+
+# The turns a bank held of each session before an import began (``upto``: the rows the import's own
+# earlier batches landed are known to it already, and may be landing on another thread), no later than
+# the first of the import's rows in that session.
+_STORED_BEFORE_SQL = """
+SELECT s.key, p.text, p.metadata, COALESCE(p.occurred_at, p.created_at), p.created_at, p.id
+FROM unnest(%(keys)s::varchar[], %(created)s::timestamptz[]) AS s(key, created)
+CROSS JOIN LATERAL (
+    SELECT m.text, m.metadata, m.occurred_at, m.created_at, m.id FROM banks_memory m
+    WHERE m.bank_id = %(bank)s AND m.session_key = s.key AND m.archived_at IS NULL AND m.forgotten_at IS NULL
+      AND m.created_at <= s.created AND m.id <= %(upto)s
+    ORDER BY m.created_at DESC, m.id DESC LIMIT %(window)s) p
+"""
+
+NewTurnRow = tuple[str, dict[str, Any], datetime, datetime | None]  # text, metadata, created_at, occurred_at
+
+
+class TurnContextsAhead:
+    """The contexts the turns of a stream of rows (an import, batch after batch, in its order) will have
+    once inserted, computed before their vectors are made so that each turn is embedded once, with it.
+
+    A row's preceding turns are those of the stream before it in its session and, the first time the
+    stream meets a session, the turns the bank held of it before the stream began: two queries per
+    batch, at most ``window`` turns per session kept. A guess the bank proves wrong (a concurrent
+    writer's turn, rows out of time order, a row that does not land) costs only the embedding it meant
+    to save: the insert's refresh (``turn_context_refresh``) rewrites that context and embeds again."""
+
+    def __init__(self, bank: Bank) -> None:
+        self.bank, self.window = bank, context_turns(bank.config)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT COALESCE(max(id), 0) FROM banks_memory WHERE bank_id = %s", [bank.pk])
+            self.upto = int(cursor.fetchone()[0])
+        # Per session: its last turns so far, oldest first, each with its place (created_at, then order:
+        # the bank's stored turns before the stream's, the stream's in its order, as ids are given).
+        self.tails: dict[str, list[tuple[tuple[datetime, int], Turn]]] = {}
+        self.order = 0
+
+    def contexts(self, rows: Sequence[NewTurnRow]) -> list[str | None]:
+        """The context of each of ``rows``: None outside a session (or with the bank's context off)."""
+        if not rows or not self.window:
+            return [None] * len(rows)
+        with connection.cursor() as cursor:
+            cursor.execute(_KEYS_SQL, [[json.dumps(metadata) for _, metadata, _, _ in rows]])
+            keys: list[str | None] = [row[0] for row in cursor.fetchall()]
+        self._meet({key: created for key, (_, _, created, _) in reversed(list(zip(keys, rows, strict=True)))
+                    if key is not None and key not in self.tails})
+        out: list[str | None] = []
+        for key, (text, metadata, created, occurred) in zip(keys, rows, strict=True):
+            if key is None:
+                out.append(None)
+                continue
+            tail = self.tails[key]
+            self.order += 1
+            place = (created, self.order)
+            turn = Turn(pk=0, text=text, speaker=speaker_of(metadata, text), when=occurred or created)
+            out.append(compose_context(turn, [t for p, t in tail if p < place][-self.window:]))
+            tail.append((place, turn))
+            tail.sort(key=lambda item: item[0])
+            del tail[:-self.window]
+        return out
+
+    def _meet(self, first: dict[str, datetime]) -> None:
+        """Sessions the stream meets for the first time (by the created_at of its first row in each)."""
+        if not first:
+            return
+        for key in first:
+            self.tails[key] = []
+        with connection.cursor() as cursor:
+            cursor.execute(_STORED_BEFORE_SQL, {"keys": list(first), "created": list(first.values()),
+                                                "bank": self.bank.pk, "upto": self.upto, "window": self.window})
+            for key, text, metadata, when, created, pk in cursor.fetchall():
+                # Stored before the stream began: placed before any of its rows made at the same time.
+                self.tails[key].append(((created, pk - self.upto - 1), Turn(
+                    pk=0, text=text, speaker=speaker_of(_metadata(metadata), text), when=when)))
+        for tail in (self.tails[key] for key in first):
+            tail.sort(key=lambda item: item[0])
 
 
 def turn_context_refresh(*, bank: Bank, pks: Iterable[int], text_changed: bool = False, vectors: bool = True) -> int:

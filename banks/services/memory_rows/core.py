@@ -88,7 +88,7 @@ def _staging_sql() -> str:
             "tags varchar(255)[], metadata jsonb, occurred_at timestamptz, retained_at timestamptz, "
             "created_at timestamptz, updated_at timestamptz, source varchar(2048), pii boolean, "
             "content_hash varchar(64), embedding vector, embedding_model varchar(200), "
-            "embedding_dims smallint) ON COMMIT DELETE ROWS")
+            "embedding_dims smallint, context text) ON COMMIT DELETE ROWS")
 
 
 def _literal(embedding: Sequence[float] | str | None) -> str | None:
@@ -106,7 +106,7 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
     """
     if not rows:
         return {}
-    columns = ", ".join(COLUMNS)
+    columns = ", ".join((*COLUMNS, "context"))
     with connection.cursor() as cursor:
         cursor.execute(_staging_sql())
         cursor.execute("TRUNCATE memory_bulk_staging")
@@ -117,6 +117,7 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
                     bank_pk, row.memory_id, row.text, row.fact_type, row.memory_layer, list(row.tags),
                     json.dumps(row.metadata), row.occurred_at, row.retained_at, row.created_at, now, row.source,
                     False, row.content_hash, _literal(row.embedding), row.embedding_model, row.embedding_dims,
+                    row.context,
                 ))
         # The bank's vector tier, under the same key share lock the row trigger takes (a bank moving to
         # its own index waits for this batch); passing it spares the trigger a lookup per row.
@@ -129,6 +130,7 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
             f"SELECT {columns}, %s FROM memory_bulk_staging ON CONFLICT DO NOTHING RETURNING memory_id, id", [own])
         landed = {memory_id: pk for memory_id, pk in cursor.fetchall()}
     if landed:
+        # Contexts the writer computed ahead (its vectors made with them) are found current: not embedded again.
         turn_context_refresh(bank=Bank.objects.get(pk=bank_pk), pks=landed.values())
     _changed("insert", bank_pk, landed.values())
     return landed
