@@ -110,7 +110,7 @@ def map_svg(graph: BankMap, *, entity_url: Callable[[str], str]) -> SafeString:
             'aria-hidden="true">{}</text>', _n(x), _n(y + r + 2), rank, "minor" if rank >= LABELLED else "",
             _short(node.name)))
     return format_html(
-        '<svg class="bank-map" viewBox="0 0 {} {}" data-pan-zoom role="group" aria-label="Map of the {} most '
+        '<svg class="bank-map graph-pic" viewBox="0 0 {} {}" data-pan-zoom role="group" aria-label="Map of the {} most '
         'mentioned entities and {} edges between them">'
         '<g class="edges">{}</g><g class="nodes">{}</g><g class="labels" font-size="13">{}</g></svg>',
         int(SIZE), int(SIZE), len(nodes), len(lines),

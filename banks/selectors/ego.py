@@ -4,6 +4,7 @@ memories also mention. Bounded: a few small queries whatever the bank's size."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import connection
 from django.db.models import Q
@@ -79,3 +80,29 @@ def ego_graph(*, bank: Bank, focus: Entity, max_entities: int = 10, max_memories
             graph.edges.extend(EgoEdge(a=f"m{m}", b=f"e{entity_pk}", kind="co") for m in memory_list)
     graph.nodes = list(nodes.values())
     return graph
+
+
+@dataclass(frozen=True)
+class Mention:
+    pk: int
+    memory_id: str
+    text: str
+    retained_at: datetime
+    state: str  # "live" | "archived" | "forgotten"
+
+
+def entity_mentions(*, bank: Bank, entity: Entity, after: int | None = None,
+                    limit: int = 50) -> tuple[list[Mention], int | None]:
+    """The memories that mention ``entity``, newest stored first, a page at a time: keyset on the memory's
+    id, so the last of 100,000 mentions is as cheap to reach as the first. Every mention row is listed,
+    archived and forgotten memories too (marked), as ``Entity.mention_count`` counts them all."""
+    rows = MemoryEntity.objects.filter(bank=bank, entity=entity)
+    if after is not None:
+        rows = rows.filter(memory_id__lt=after)
+    found = list(rows.order_by("-memory_id").values_list(
+        "memory_id", "memory__memory_id", "memory__text", "memory__retained_at", "memory__archived_at",
+        "memory__forgotten_at")[: limit + 1])
+    page = [Mention(pk=pk, memory_id=memory_id, text=text, retained_at=retained,
+                    state="forgotten" if forgotten else "archived" if archived else "live")
+            for pk, memory_id, text, retained, archived, forgotten in found[:limit]]
+    return page, (page[-1].pk if len(found) > limit else None)

@@ -1,4 +1,4 @@
-"""Graph, time travel, the audit log (with CSV export) and API tokens."""
+"""Time travel, the audit log (with CSV export) and API tokens."""
 
 from __future__ import annotations
 
@@ -11,54 +11,23 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from banks.access import PERMISSIONS
-from banks.models import ApiToken, AuditEvent, Entity, EntityLink, Memory
+from banks.models import ApiToken, AuditEvent, Memory
 from banks.selectors.audit import with_target_preview
-from banks.selectors.ego import ego_graph
-from banks.selectors.graph import graph_search
 from banks.selectors.memories import bounded_count
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.services.tokens import MINTING_PERMISSION, token_create, token_revoke
 from curation.access import actor, operator, operator_bank
-from curation.forms import GraphLinkForm, TokenForm
-from curation.graph_svg import ego_svg
+from curation.forms import TokenForm
 from memoryhub.csv_cells import neutralise_row
 from memoryhub.errors import AccessDenied, InvalidInput, MemoryHubError
 from memoryhub.input_rules import utc_datetime
 from portability.formats.common import parse_time
 
 SHOWN = 200
-
-
-@login_required
-def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
-    bank = operator_bank(request, bank_id)
-    q = request.GET.get("q", "").strip()
-    entity_id = request.GET.get("entity", "").strip()
-    entities = graph_search(bank=bank, query=q, limit=50) if q else list(
-        Entity.objects.filter(bank=bank).order_by("-mention_count", "name")[:50])
-    focus = Entity.objects.filter(bank=bank, entity_id=entity_id).first() if entity_id else None
-    if entity_id and focus is None:
-        raise Http404("No such entity")
-    if focus is None and entities and not q:
-        focus = entities[0]  # the most mentioned entity, so the page opens on a picture
-    context = {"bank": bank, "entities": entities, "q": q, "focus": focus, "tab": "graph",
-               "entity_total": Entity.objects.filter(bank=bank).count(),
-               "can_write": operator(request).can(bank_id, "write")}
-    if focus is not None:
-        ego = ego_graph(bank=bank, focus=focus)
-        base = reverse("curation:graph", kwargs={"bank_id": bank.bank_id})
-        context.update(
-            ego=ego, links=EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus))
-            .select_related("entity_a", "entity_b")[:100],
-            picture=ego_svg(ego, entity_url=lambda ref: f"{base}?{urlencode({'entity': ref})}",
-                            memory_url=lambda ref: reverse("curation:memory", args=[bank.bank_id, ref])))
-    return render(request, "curation/graph.html", context)
 
 
 def _page_time(request: HttpRequest, field: str) -> datetime | None:
@@ -212,29 +181,3 @@ def token_revoke_view(request: HttpRequest, prefix: str) -> HttpResponse:
     token_revoke(token=token, actor=actor(request), reason=request.POST.get("reason", ""), by=operator(request))
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("curation:tokens")
-
-
-@login_required
-@require_POST
-def graph_link(request: HttpRequest, bank_id: str) -> HttpResponse:
-    from banks.services.graph import entity_link_create, entity_link_delete
-
-    bank = operator_bank(request, bank_id, "write")
-    form = GraphLinkForm(request.POST)
-    focus = request.POST.get("entity_a", "")
-    if not form.is_valid():
-        messages.error(request, f"Nothing changed: {form.error_summary()}")
-    else:
-        data = form.cleaned_data
-        try:
-            if data["action"] == "unlink":
-                entity_link_delete(bank=bank, link_id=data["link_id"], actor=actor(request))
-                messages.success(request, "Link removed.")
-            else:
-                entity_link_create(bank=bank, entity_a=data["entity_a"], entity_b=data["entity_b"],
-                                   link_type=data["link_type"], actor=actor(request), evidence=data["evidence"])
-                messages.success(request, "Linked.")
-        except MemoryHubError as exc:
-            messages.error(request, exc.message)
-    return redirect(f"{reverse('curation:graph', kwargs={'bank_id': bank.bank_id})}?{urlencode({'entity': focus})}")
-

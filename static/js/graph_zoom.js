@@ -13,6 +13,7 @@
     var view = {x: home.x, y: home.y, w: home.w, h: home.h};
     var labels = svg.querySelector("g.labels");
     var texts = labels ? Array.prototype.slice.call(labels.querySelectorAll("text[data-rank]")) : [];
+    texts.sort(function (a, b) { return Number(a.getAttribute("data-rank")) - Number(b.getAttribute("data-rank")); });
 
     function unitsPerPixel() {
       var box = svg.getBoundingClientRect();
