@@ -44,7 +44,8 @@ def test_the_graph_page_is_readable_and_accessible(browser, live_server, admin, 
     build(bank, 240)
     federation = Entity.objects.get(bank=bank, name="International Federation of Pump Engineers")
     context = browser.new_context(viewport={"width": width, "height": 844}, base_url=live_server.url,
-                                  has_touch=width < 500, is_mobile=width < 500)
+                                  has_touch=width < 500, is_mobile=width < 500,
+                                  color_scheme="dark" if width < 500 else "light")
     page = context.new_page()
     try:
         login(page)
