@@ -18,7 +18,7 @@ from banks.selectors.memories import bank_memory_count
 from banks.services.banks import bank_update
 from banks.services.memories import memory_retain
 from portability.services.bank_archive import TABLES
-from tests.browser.conftest import shot
+from tests.browser.conftest import axe_violations, shot
 from tests.portability.fixtures import FIXTURES, bank_folder
 from tests.portability.test_bank_archive import rich_bank, table
 from tests.portability.test_job_kinds import _fill
@@ -277,6 +277,43 @@ def _row9_numbers_agree_and_axis_labels_fit(page, big: Bank) -> None:
     shot(page, "walk-09-numbers")
 
 
+def _members_are_managed_by_the_banks_admin(page, big: Bank) -> None:
+    """Roles in the UI (the issue's item 8): add an operator, make them admin, remove them after a confirmation."""
+    from django.contrib.auth import get_user_model
+
+    from banks.models import BankMembership
+
+    for name in ("petra", "ivan"):
+        get_user_model().objects.create_user(username=name, password=f"pw-{name}-12345")
+    page.goto(f"/banks/{BIG}/members/")
+
+    def add(name: str, role: str) -> None:
+        page.get_by_label("Operator's user name").fill(name)
+        page.get_by_label("Role", exact=True).select_option(role)
+        page.get_by_role("button", name="Add", exact=True).click()
+        page.wait_for_selector(f"text={name} is {role} on {BIG}.")
+
+    def remove(name: str) -> None:
+        row = page.locator(f"tr[data-member={name}]")
+        assert not row.get_by_role("button", name=f"Remove {name}").is_visible()  # behind "Remove…"
+        row.locator("summary", has_text="Remove").click()
+        row.get_by_role("button", name=f"Remove {name}").click()
+        page.wait_for_load_state()
+
+    add("petra", "curator")
+    page.get_by_label("Role of petra").select_option("admin")
+    page.locator("tr[data-member=petra]").get_by_role("button", name="Change role").click()
+    page.wait_for_selector(f"text=petra is admin on {BIG}.")
+    assert not axe_violations(page), axe_violations(page)
+    remove("petra")  # the bank's only admin stays
+    page.wait_for_selector(f"text=petra is the last admin of bank {BIG}: make another operator admin first")
+    add("ivan", "admin")
+    remove("petra")
+    page.wait_for_selector(f"text=petra no longer has a role on {BIG}.")
+    assert dict(BankMembership.objects.filter(bank=big).values_list("user__username", "role")) == {"ivan": "admin"}
+    shot(page, "walk-members")
+
+
 def _row10_playground_phone_metadata_and_ask(page, big: Bank) -> None:
     # Metadata as JSON, not a Python repr.
     memory = Memory.objects.get(bank=big, memory_id="k7")
@@ -306,6 +343,7 @@ def _row10_playground_phone_metadata_and_ask(page, big: Bank) -> None:
     page.goto(f"/banks/{BIG}/members/")
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     page.set_viewport_size({"width": 1280, "height": 900})
+    _members_are_managed_by_the_banks_admin(page, big)
     # The graph: after a search, the entity found can still be linked to the bank's other entities.
     page.goto(f"/banks/{PEOPLE}/graph/")
     page.get_by_label("Find entities").fill("Tokyo")
