@@ -8,10 +8,15 @@ PostgreSQL) on its own data under var/load-bench, with the default embedder, and
 bank of --memories memories (inserted once, reused by later runs). Each client owns a
 token and a keep-alive connection and sends requests back to back: recall with
 probability --recall-share, retain otherwise. A warm-up (not counted) lets every web
-worker load the embedding model. Prints throughput, p50/p95/p99 per operation and
-errors by status, then checks in the database that every acknowledged retain is
-stored exactly once, and removes them (each run starts from the same bank). Environment variables of `make run` (MEMORYHUB_WEB_WORKERS, ...)
-pass through to the server.
+worker load the embedding model. Prints throughput, p50/p95/p99 per operation,
+errors by status and the CPU a request cost in each part of the server (from /proc),
+then checks in the database that every acknowledged retain is stored exactly once,
+and removes them (each run starts from the same bank). Environment variables of
+`make run` (MEMORYHUB_WEB_WORKERS, ...) pass through to the server.
+
+Every question is new by default (three of ~150 words: no two clients ask alike).
+``--repeat-share 0.3`` makes that share of recalls one of ``--repeat-pool`` (200)
+common questions, as users ask the same things again; report figures both ways.
 """
 
 from __future__ import annotations
@@ -116,6 +121,78 @@ def vacuum() -> None:
             cursor.execute(f"VACUUM ANALYZE {table}")
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid: int) -> tuple[int, int, float, float] | None:
+    """(ppid, session, own CPU seconds, reaped children's CPU seconds) of a process, None once gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()
+    # After the name: state ppid pgrp session ... utime(11) stime(12) cutime(13) cstime(14), 0-based from state.
+    return (int(fields[1]), int(fields[3]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+            (int(fields[13]) + int(fields[14])) / CLOCK_TICKS)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def cpu_snapshot(server: int, pgdata: str) -> dict[str, float]:
+    """CPU seconds used so far by each part of the served stack and by this bench's own process.
+
+    Read from /proc: the server's processes (``server`` and its descendants) by role, and the embedded
+    PostgreSQL (the postmaster of ``pgdata`` and its children, with the backends it has already reaped).
+    Divided by the requests answered between two snapshots, it is the CPU a request costs, which a
+    shared machine measures far more steadily than throughput: req/s on two idle cores is at most
+    2 s / that cost."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _proc_stat(int(entry))) is not None:
+            stats[int(entry)] = stat
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (ppid, _, _, _) in stats.items():
+        children[ppid].append(pid)
+    totals: Counter[str] = Counter()
+
+    def descendants(root: int) -> list[int]:
+        found, todo = [], [root]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(children.get(pid, []))
+        return found
+
+    for pid in descendants(server) if server in stats else []:
+        command = _cmdline(pid)
+        role = ("front" if "config.front" in command else "web" if "gunicorn" in command
+                else "celery" if "celery" in command else "serve, mcp")
+        # Reaped children's time is counted by gunicorn's and Celery's parents (workers recycled mid-run).
+        totals[role] += stats[pid][2] + (stats[pid][3] if role in {"web", "celery"} else 0.0)
+    for pid, (_, _, own, reaped) in stats.items():
+        command = _cmdline(pid)
+        if command.split(" ")[0].endswith("/postgres") and f"-D {pgdata} " in command + " ":
+            totals["database"] += own + reaped + sum(stats[c][2] for c in children.get(pid, []))
+    mine = os.times()
+    totals["bench client"] = mine.user + mine.system
+    return dict(totals)
+
+
+def cpu_report(before: dict[str, float], after: dict[str, float], requests: int) -> None:
+    if not requests:
+        return
+    used = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    server = sum(v for k, v in used.items() if k != "bench client")
+    parts = "  ".join(f"{k} {v * 1000 / requests:.1f}" for k, v in sorted(used.items(), key=lambda kv: -kv[1]))
+    print(f"  CPU per request: {server * 1000 / requests:.1f} ms in the server ({parts} ms); "
+          f"at most {2000 * requests / (server * 1000):.0f} req/s on two cores if nothing else ran")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -159,6 +236,8 @@ class Results:
     merged: list[str] = field(default_factory=list)  # memory ids answered for writes judged near-duplicates
     counting: bool = False
     per_client: Counter[int] = field(default_factory=Counter)  # counted requests per client
+    cpu_before: dict[str, float] = field(default_factory=dict)
+    cpu_after: dict[str, float] = field(default_factory=dict)
 
 
 class Connection:
@@ -231,8 +310,15 @@ class HttpxConnection:
         return None
 
 
+def common_questions(seed: int, count: int) -> list[str]:
+    """The questions users ask again and again (``--repeat-share``): the same list in every client."""
+    rng = random.Random(f"common:{seed}")
+    return [" ".join(rng.sample(WORDS, 3)) for _ in range(count)]
+
+
 async def client(number: int, base: str, token: str, bank_id: str, share: float, results: Results,
-                 stop_at: float, seed: int, run: str, use_httpx: bool = False) -> None:
+                 stop_at: float, seed: int, run: str, use_httpx: bool = False, repeat_share: float = 0.0,
+                 common: list[str] | None = None) -> None:
     # Seeded per run as well as per client: a later run on the same (reused) bank must not send the
     # sentences of an earlier one, which the server would rightly answer as near-duplicates.
     rng = random.Random(f"{seed}:{run}:{number}")
@@ -244,7 +330,10 @@ async def client(number: int, base: str, token: str, bank_id: str, share: float,
             sequence += 1
             if rng.random() < share:
                 op = "recall"
-                body = {"query": " ".join(rng.sample(WORDS, 3)), "bank_id": bank_id, "max_results": 10}
+                # Three of ~150 words in order: distinct questions (about 3.3 million), unless a repeated one.
+                question = (rng.choice(common) if common and rng.random() < repeat_share
+                            else " ".join(rng.sample(WORDS, 3)))
+                body = {"query": question, "bank_id": bank_id, "max_results": 10}
             else:
                 op = "retain"
                 # Enough random words that no two writes are near-duplicates (they would be merged, by design).
@@ -285,13 +374,16 @@ async def run_load(base: str, tokens: list[str], bank_id: str, args: argparse.Na
     begin = time.monotonic()
     stop_at = begin + args.warmup + args.seconds
     run = uuid.uuid4().hex[:8]
+    common = common_questions(args.seed, args.repeat_pool)
     tasks = [asyncio.create_task(client(i, base, tokens[i], bank_id, args.recall_share, results, stop_at, args.seed,
-                                        run, args.httpx))
+                                        run, args.httpx, args.repeat_share, common))
              for i in range(args.clients)]
     await asyncio.sleep(args.warmup)
     results.counting = True
     counted_from = time.monotonic()
+    results.cpu_before = cpu_snapshot(args.server_pid, args.pgdata)
     await asyncio.gather(*tasks)
+    results.cpu_after = cpu_snapshot(args.server_pid, args.pgdata)
     return results, time.monotonic() - counted_from
 
 
@@ -319,6 +411,7 @@ def report(results: Results, elapsed: float) -> None:
     errors = {f"{op} {status}": n for op, counter in results.statuses.items() for status, n in counter.items()
               if status not in {"200", "201"}}
     print("  errors by status: " + (", ".join(f"{k}: {v}" for k, v in sorted(errors.items())) or "none"))
+    cpu_report(results.cpu_before, results.cpu_after, total)
 
 
 def verify(bank: Bank, acknowledged: list[tuple[str, str]], merged: list[str]) -> bool:
@@ -352,6 +445,10 @@ def main() -> None:
     parser.add_argument("--recall-share", type=float, default=0.7)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat-share", type=float, default=0.0,
+                        help="share of recalls asking one of --repeat-pool common questions (default 0: every "
+                             "question new, as the issue's workload)")
+    parser.add_argument("--repeat-pool", type=int, default=200)
     parser.add_argument("--httpx", action="store_true",
                         help="send the load with httpx (a heavier client, as earlier figures were measured)")
     args = parser.parse_args()
@@ -372,12 +469,15 @@ def main() -> None:
 
     log = Path(os.environ["MEMORYHUB_VAR_DIR"]) / "serve.log"
     server, addr = start_server(log)
+    args.server_pid = server.pid
+    args.pgdata = str(Path(os.environ["MEMORYHUB_VAR_DIR"]) / "postgres")
     load_before = os.getloadavg()
     try:
         print(f"server up at http://{addr}/ (log: {log}); load average before: "
               f"{' '.join(f'{x:.2f}' for x in load_before)}", flush=True)
-        print(f"{args.clients} clients, {args.recall_share:.0%} recall, {args.warmup:.0f} s warm-up, "
-              f"{args.seconds:.0f} s measured", flush=True)
+        print(f"{args.clients} clients, {args.recall_share:.0%} recall "
+              f"({args.repeat_share:.0%} of them one of {args.repeat_pool} common questions), "
+              f"{args.warmup:.0f} s warm-up, {args.seconds:.0f} s measured", flush=True)
         results, elapsed = asyncio.run(run_load(f"http://{addr}", tokens, bank.bank_id, args))
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         report(results, elapsed)
