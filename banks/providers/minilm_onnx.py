@@ -2,10 +2,10 @@
 faster CPU kernels.
 
 The graph is written here from the installed safetensors weights (no converted model file to ship or
-fetch): BERT's embeddings, six encoder layers (one matrix product for query, key and value), then mean
-pooling over the attention mask; the L2 normalisation stays in numpy. ONNX Runtime fuses the layer
-norms, GELU and attention and runs them with its own matrix kernels: a question of a dozen word pieces
-is read through about 40 MB of weights, which numpy hands to BLAS one small product at a time.
+fetch): BERT's embeddings, six encoder layers (ONNX Runtime's fused Attention, SkipLayerNormalization
+and BiasGelu operators), then mean pooling over the attention mask; the L2 normalisation stays in numpy.
+A question of a dozen word pieces is read through about 40 MB of weights, which numpy hands to BLAS
+one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 OPSET = 17  # LayerNormalization
 # Bumped whenever build_model writes a different graph: cached graphs of another version are not read.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
+MS = "com.microsoft"  # ONNX Runtime's contributed operators
 
 
 def available() -> bool:
@@ -48,7 +48,6 @@ def build_model(model_dir: Path) -> bytes:
     raw = {k.removeprefix("bert."): v.astype(np.float32) for k, v in
            load_file(str(model_dir / "model.safetensors")).items()}
     hidden = raw["embeddings.word_embeddings.weight"].shape[1]
-    head = hidden // heads
     inits: list[Any] = []
     nodes: list[Any] = []
 
@@ -56,17 +55,22 @@ def build_model(model_dir: Path) -> bytes:
         inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+    def node(op: str, inputs: list[str], out: str, domain: str | None = None, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], domain=domain, **attrs))
         return out
 
     def layer_norm(x: str, prefix: str, out: str) -> str:
         return node("LayerNormalization", [x, const(prefix + ".g", raw[prefix + ".weight"]),
                                            const(prefix + ".b", raw[prefix + ".bias"])], out, axis=-1, epsilon=eps)
 
-    def dense(x: str, weight: np.ndarray, bias: np.ndarray, out: str) -> str:
-        product = node("MatMul", [x, const(out + ".w", np.ascontiguousarray(weight.T))], out + ".mm")
-        return node("Add", [product, const(out + ".b", bias)], out)
+    def matmul(x: str, weight: np.ndarray, out: str) -> str:
+        return node("MatMul", [x, const(out + ".w", np.ascontiguousarray(weight.T))], out)
+
+    def skip_norm(x: str, skip: str, prefix: str, bias: np.ndarray, out: str) -> str:
+        """layer_norm(x + bias + skip)."""
+        return node("SkipLayerNormalization", [x, skip, const(prefix + ".g", raw[prefix + ".weight"]),
+                                               const(prefix + ".b", raw[prefix + ".bias"]),
+                                               const(out + ".bias", bias)], out, domain=MS, epsilon=eps)
 
     words = node("Gather", [const("word", raw["embeddings.word_embeddings.weight"]), "ids"], "emb.words")
     places = node("Gather", [const("position", raw["embeddings.position_embeddings.weight"]), "positions"],
@@ -74,40 +78,27 @@ def build_model(model_dir: Path) -> bytes:
     x = node("Add", [node("Add", [words, places], "emb.sum"),
                      const("token_type", raw["embeddings.token_type_embeddings.weight"][0])], "emb.all")
     x = layer_norm(x, "embeddings.LayerNorm", "emb.out")
-    # (1 - mask) * -1e9, broadcast over heads and query positions: [B, 1, 1, L].
-    masked = node("Mul", [node("Sub", [const("one", np.float32(1.0)), "mask"], "mask.inv"),
-                          const("minus", np.float32(-1e9))], "mask.bias0")
-    bias = node("Unsqueeze", [masked, const("axes12", np.array([1, 2], dtype=np.int64))], "mask.bias")
-    split_shape = const("heads_shape", np.array([0, 0, heads, head], dtype=np.int64))
-    merge_shape = const("merge_shape", np.array([0, 0, hidden], dtype=np.int64))
-    scale = const("scale", np.float32(1.0 / math.sqrt(head)))
+    # ONNX Runtime's own kernels for BERT's blocks (its com.microsoft operators): attention in one node
+    # from the packed query/key/value weights and the 0/1 mask, the residual add, bias and layer norm in
+    # one, the bias and exact-erf GELU in one. The same arithmetic as the plain operators, in fewer and
+    # fused passes: a 6-piece question took 2.6 against 3.1 ms of CPU, a 52-piece text 11.3 against 11.9
+    # (one thread, the best of 15 rounds of 100, busy machine); the vectors agree to float32 rounding.
+    mask_index = node("Cast", ["mask"], "mask.i32", to=TensorProto.INT32)
     for i in range(int(config["num_hidden_layers"])):
         p = f"encoder.layer.{i}."
         qkv_w = np.concatenate([raw[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")])
         qkv_b = np.concatenate([raw[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-        qkv = dense(x, qkv_w, qkv_b, f"l{i}.qkv")
-        nodes.append(helper.make_node("Split", [qkv, const(f"l{i}.sizes", np.array([hidden] * 3, dtype=np.int64))],
-                                      [f"l{i}.q0", f"l{i}.k0", f"l{i}.v0"], axis=-1))
-        q, k, v = (node("Reshape", [f"l{i}.{n}0", split_shape], f"l{i}.{n}1") for n in "qkv")
-        q = node("Transpose", [q], f"l{i}.q", perm=[0, 2, 1, 3])
-        k = node("Transpose", [k], f"l{i}.k", perm=[0, 2, 3, 1])
-        v = node("Transpose", [v], f"l{i}.v", perm=[0, 2, 1, 3])
-        scores = node("Add", [node("Mul", [node("MatMul", [q, k], f"l{i}.qk"), scale], f"l{i}.scaled"), bias],
-                      f"l{i}.scores")
-        weights = node("Softmax", [scores], f"l{i}.softmax", axis=-1)
-        context = node("Reshape", [node("Transpose", [node("MatMul", [weights, v], f"l{i}.ctx0")], f"l{i}.ctx1",
-                                        perm=[0, 2, 1, 3]), merge_shape], f"l{i}.ctx")
-        attended = dense(context, raw[p + "attention.output.dense.weight"], raw[p + "attention.output.dense.bias"],
-                         f"l{i}.out")
-        x = layer_norm(node("Add", [attended, x], f"l{i}.res1"), p + "attention.output.LayerNorm", f"l{i}.ln1")
-        up = dense(x, raw[p + "intermediate.dense.weight"], raw[p + "intermediate.dense.bias"], f"l{i}.up")
-        # GELU with the exact erf, as BERT defines it.
-        erf = node("Erf", [node("Mul", [up, const(f"l{i}.rsqrt2", np.float32(1 / math.sqrt(2.0)))], f"l{i}.ups")],
-                   f"l{i}.erf")
-        gelu = node("Mul", [node("Mul", [up, const(f"l{i}.half", np.float32(0.5))], f"l{i}.uph"),
-                            node("Add", [erf, const(f"l{i}.one", np.float32(1.0))], f"l{i}.erf1")], f"l{i}.gelu")
-        down = dense(gelu, raw[p + "output.dense.weight"], raw[p + "output.dense.bias"], f"l{i}.down")
-        x = layer_norm(node("Add", [down, x], f"l{i}.res2"), p + "output.LayerNorm", f"l{i}.ln2")
+        context = node("Attention", [x, const(f"l{i}.qkv.w", np.ascontiguousarray(qkv_w.T)),
+                                     const(f"l{i}.qkv.b", qkv_b), mask_index], f"l{i}.ctx",
+                       domain=MS, num_heads=heads)
+        attended = matmul(context, raw[p + "attention.output.dense.weight"], f"l{i}.out")
+        x = skip_norm(attended, x, p + "attention.output.LayerNorm", raw[p + "attention.output.dense.bias"],
+                      f"l{i}.ln1")
+        up = matmul(x, raw[p + "intermediate.dense.weight"], f"l{i}.up")
+        gelu = node("BiasGelu", [up, const(f"l{i}.up.b", raw[p + "intermediate.dense.bias"])], f"l{i}.gelu",
+                    domain=MS)
+        down = matmul(gelu, raw[p + "output.dense.weight"], f"l{i}.down")
+        x = skip_norm(down, x, p + "output.LayerNorm", raw[p + "output.dense.bias"], f"l{i}.ln2")
     weighted = node("Mul", [x, node("Unsqueeze", ["mask", const("axis2", np.array([2], dtype=np.int64))], "mask3")],
                     "pool.masked")
     summed = node("ReduceSum", [weighted, const("axis1", np.array([1], dtype=np.int64))], "pool.sum", keepdims=0)
@@ -119,7 +110,7 @@ def build_model(model_dir: Path) -> bytes:
                           helper.make_tensor_value_info("positions", TensorProto.INT64, ["length"]),
                           helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)])
     model.ir_version = 8
     return model.SerializeToString()
 
