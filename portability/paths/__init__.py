@@ -1,7 +1,8 @@
 """Path containment for every file import, export, upload, download, listing and backup touches.
 
 ``rules``: what a path may look like, and the root it must resolve into (pure). ``layout``: where a
-bank's files live inside a root and who may read or write there (pure). ``fs``: every file operation,
+bank's files live inside a root and who may read or write there (pure). ``trash``: a deleted bank's
+folder set aside. ``fs``: every file operation,
 through directory descriptors from the root down; ``writes``: every write through them. ``locate``: from text to a ``Location``.
 """
 
