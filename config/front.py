@@ -9,6 +9,9 @@ way nginx's buffering does:
 * a connection costs a coroutine here, never a worker: the request's head and body are read here, at
   the client's pace (the body spooled to a temporary file past 1 MiB, refused with 413 past
   ``--max-body``, and a client silent for ``--idle-timeout`` seconds in the middle of its body is let go);
+  a head not complete ``--head-timeout`` seconds after the connection opened (or after the previous
+  answer on a kept-alive connection) is answered 408 and the connection closed, however steadily its
+  bytes trickle in, so trickling heads cannot pile up until ``--limit-concurrency`` refuses everyone;
 * only a complete request goes to gunicorn, over a Unix socket nobody else can reach;
 * the answer is read from gunicorn as fast as gunicorn writes it (spooled to a temporary file past
   8 MiB) while it is sent on at the client's pace: a slow reader holds no worker either, and a long
@@ -245,6 +248,53 @@ async def _pump(conn: h11.Connection, reader: asyncio.StreamReader, head: asynci
         answer.finish(error)
 
 
+def head_deadline_protocol(head_timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a deadline on each request head. uvicorn times only the idle gap
+    between kept-alive requests (any byte resets it), so a head sent a byte at a time would otherwise
+    hold its connection for ever. The deadline is for the whole head, not between its bytes."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadDeadline(H11Protocol):
+        head_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.head_timer = self.loop.call_later(head_timeout, self._head_too_slow)
+
+        def _disarm(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def _head_too_slow(self) -> None:
+            self.head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                # No request yet, so h11 has nothing to answer with: the bytes are written as they are.
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n"
+                                     b"connection: close\r\n\r\n")
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the head is in: its body has the idle timeout
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()  # the next request's head on this kept-alive connection
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeadDeadline
+
+
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
@@ -253,6 +303,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--upstream", required=True, help="gunicorn's Unix socket")
     parser.add_argument("--max-body", type=int, default=2 * 1024 ** 3 + 1024 ** 2)
     parser.add_argument("--idle-timeout", type=float, default=60.0)
+    parser.add_argument("--head-timeout", type=float, default=30.0,
+                        help="seconds a request's head may take to arrive, all of it")
     parser.add_argument("--spool-dir", default=None)
     parser.add_argument("--limit-concurrency", type=int, default=4096)
     parser.add_argument("--forwarded-allow-ips", default="",
@@ -264,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     uvicorn.run(app, host=host.strip("[]") or "127.0.0.1", port=int(port), lifespan="off", access_log=False,
                 proxy_headers=bool(args.forwarded_allow_ips), forwarded_allow_ips=args.forwarded_allow_ips or None,
                 limit_concurrency=args.limit_concurrency, timeout_keep_alive=5, log_level="warning",
-                server_header=False, date_header=False)
+                server_header=False, date_header=False, http=head_deadline_protocol(args.head_timeout))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ answer and never read it. Loopback only, bounded in time."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -86,7 +87,8 @@ def test_slow_clients_do_not_starve_the_default_server(tmp_path, make_bank, make
     session = browser.cookies[settings.SESSION_COOKIE_NAME].value
     token = make_token()
     auth = {"Authorization": f"Bearer {token}"}
-    serve, addr = _serve(tmp_path)
+    # Long enough that the trickling heads below are never cut off by the head deadline (tested below).
+    serve, addr = _serve(tmp_path, MEMORYHUB_FRONT_HEAD_TIMEOUT="600")
     slow: list[socket.socket] = []
     try:
         # Request side: half trickle their head, half their body, one byte every two seconds.
@@ -121,3 +123,61 @@ def test_slow_clients_do_not_starve_the_default_server(tmp_path, make_bank, make
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait(timeout=30)
+
+
+def _closed_with(sock: socket.socket) -> bytes | None:
+    """What the server sent before closing ``sock`` (b"" for a bare close), None while it is open."""
+    if not select.select([sock], [], [], 0)[0]:
+        return None
+    try:
+        data = sock.recv(4096)
+    except OSError:
+        return b""
+    return data if data else b""
+
+
+def _stop(serve: subprocess.Popen[bytes]) -> None:
+    serve.send_signal(signal.SIGTERM)
+    try:
+        serve.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(serve.pid, signal.SIGKILL)
+        serve.wait(timeout=30)
+
+
+@pytest.mark.usefixtures("transactional_db")
+def test_a_trickling_head_is_closed_at_the_head_deadline_while_live_keeps_answering(tmp_path):
+    """Each trickling head costs a coroutine until its deadline, then gets a 408 and its connection is
+    closed; a client that sent its head and trickles its body is not cut off by that deadline."""
+    serve, addr = _serve(tmp_path, MEMORYHUB_FRONT_HEAD_TIMEOUT="2")
+    host, port = addr.rsplit(":", 1)
+    head = b"GET /live HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 10_000
+    heads = [socket.create_connection((host, int(port)), timeout=5) for _ in range(2 * WORKERS)]
+    body = _trickler(addr, head_first=False)
+    answers: dict[int, bytes] = {}
+    try:
+        # At most 120 rounds of about half a second: a bound for a loaded machine, not a measure.
+        for step in range(120):
+            for i, sock in enumerate(heads):
+                if i not in answers:
+                    closed = _closed_with(sock)
+                    if closed is not None:
+                        answers[i] = closed
+                    else:
+                        try:
+                            sock.sendall(head[step:step + 1])
+                        except OSError:
+                            answers[i] = b""
+            body.sendall(b"{")
+            assert _status(addr, "/live") == 200
+            if len(answers) == len(heads) and step >= 8:
+                break
+            time.sleep(0.5)
+        assert len(answers) == len(heads), "trickling heads were never closed"
+        assert all(a.startswith(b"HTTP/1.1 408") for a in answers.values()), answers
+        assert _closed_with(body) is None  # still open: its body's bytes keep coming
+    finally:
+        for sock in [*heads, body]:
+            sock.close()
+        _stop(serve)
+

@@ -92,6 +92,7 @@ def front_command(addr: str, upstream: Path) -> list[str]:
             "--max-body", str(max(settings.MEMORYHUB_MAX_REQUEST_BYTES, settings.MEMORYHUB_MAX_UPLOAD_BYTES)
                               + 1024 * 1024),
             "--idle-timeout", str(env_float("MEMORYHUB_FRONT_IDLE_TIMEOUT", 60.0)), "--spool-dir", str(spool),
+            "--head-timeout", str(env_float("MEMORYHUB_FRONT_HEAD_TIMEOUT", 30.0)),
             "--forwarded-allow-ips", env_str("MEMORYHUB_FORWARDED_ALLOW_IPS")]
 
 
