@@ -9,35 +9,31 @@
 * ``strict`` validates the whole archive first and writes nothing if any line is bad;
   ``dry_run`` classifies every line and writes nothing.
 Memory use does not grow with the archive: only one batch is held at a time.
+
+A line's rules and the report are ``portability.import_lines`` (pure); how batches are read and
+embedded, ``import_batches``; one batch's transaction, ``import_store``; this module decides what each
+line becomes and runs the import's phases.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from banks.content import content_hash, new_memory_id
-from banks.models import Bank, Memory, Observation
+from banks.models import Bank, Observation
 from banks.providers import bank_embedder
 from banks.providers.embeddings import embedder_available
 from banks.providers.llm import get_llm
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
-from banks.services.bulk_memories import MemoryRow, memory_statistics_refresh
-from banks.services.entities import attach_entities_batch
+from banks.services.bulk_memories import memory_statistics_refresh
 from banks.services.memory_rows import (
     TurnContextsAhead,
-    mentions_count,
-    mentions_take,
-    row_overwrite,
-    rows_insert,
 )
 from banks.services.observations import observation_import
 from banks.services.text_statistics import bank_lexemes_after_load
@@ -45,75 +41,17 @@ from banks.services.vector_fill import bank_vectors_fill, defer_vectors
 from banks.services.vector_indexes import bank_loading, bank_vector_index_build, bank_vector_index_prepare
 from banks.turn_context import embedding_text
 from memoryhub.errors import InvalidInput, once_more_on_lock_conflict
-from portability.formats.ama import parse_iso
-from portability.observation_records import is_observation, observation_fields, observation_problem
-from portability.records import EntityRecord, MemoryRecord, RecordError, RecordSkipped, record_problem
+from portability.import_lines import ON_CONFLICT, ImportReport, line_problem, strict_check
+from portability.observation_records import is_observation, observation_fields
+from portability.records import EntityRecord, MemoryRecord, RecordError, RecordSkipped
 from portability.services.import_batches import after, batches, load
-from portability.services.import_graph import import_graph_apply
-from portability.services.import_links import links_queue, links_resolve, links_unresolved
+from portability.services.import_links import links_unresolved
 from portability.services.import_preview import ImportPreview
+from portability.services.import_store import BatchStore
 from portability.vector_text import VectorText
 
-ON_CONFLICT = ("skip", "overwrite", "error")
-MAX_ERRORS_REPORTED = 1000
 DEFAULT_BATCH = 500
-# Every column an import decides: a new row and an overwritten one get the same values.
-OVERWRITTEN_COLUMNS = ("text", "fact_type", "memory_layer", "tags", "metadata", "occurred_at", "created_at",
-                       "source", "content_hash", "embedding", "embedding_model", "embedding_dims",
-                       "updated_at")
-
 RecordSource = Callable[[], Iterable[MemoryRecord | RecordError]]
-
-
-@dataclass
-class ImportReport:
-    dry_run: bool = False
-    strict: bool = False
-    on_conflict: str = "skip"
-    lines: int = 0
-    imported: int = 0
-    overwritten: int = 0
-    skipped: int = 0
-    duplicates: int = 0
-    conflicts: int = 0
-    invalid: int = 0
-    links: int = 0
-    observations: int = 0
-    unresolved_links: int = 0
-    entity_links: int = 0
-    forgotten: int = 0
-    archived: int = 0
-    resumed_after: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    aborted: str | None = None
-
-    def note(self, position: Any, reason: str) -> None:
-        if len(self.errors) < MAX_ERRORS_REPORTED:
-            self.errors.append({"line": position, "reason": reason})
-
-    def counts(self) -> dict[str, int]:
-        return {"lines": self.lines, "imported": self.imported, "overwritten": self.overwritten,
-                "skipped": self.skipped, "duplicates": self.duplicates, "conflicts": self.conflicts,
-                "invalid": self.invalid, "links": self.links, "observations": self.observations,
-                "unresolved_links": self.unresolved_links, "entity_links": self.entity_links,
-                "forgotten": self.forgotten, "archived": self.archived}
-
-    def astrocyte_result(self) -> dict[str, int]:
-        """Astrocyte's ImportResult numbers: stored, not stored, failed."""
-        return {"imported": self.imported + self.overwritten + self.observations,
-                "skipped": self.skipped + self.duplicates,
-                "errors": self.invalid + (self.conflicts if self.on_conflict == "error" else 0)}
-
-
-def _id_key(memory_id: str) -> int:
-    return int.from_bytes(hashlib.blake2b(memory_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-
-
-def _created_from_metadata(record: MemoryRecord) -> None:
-    """Astrocyte keeps a memory's creation time as ``metadata._created_at``: use it rather than invent one."""
-    raw = (record.metadata or {}).get("_created_at")
-    if record.created_at is None and isinstance(raw, str):
-        record.created_at = parse_iso(raw)
 
 
 def _stored(bank: Bank, memory_ids: list[str], hashes: list[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -133,33 +71,11 @@ def _stored(bank: Bank, memory_ids: list[str], hashes: list[str]) -> tuple[dict[
     return existing, live
 
 
-def line_problem(item: MemoryRecord | RecordError, seen_ids: dict[int, Any]) -> str | None:
-    """Why this line cannot be stored, or None (then its id is remembered in ``seen_ids``).
-
-    The one list of a line's rules: the strict pre-pass and the batch writer both ask it, so a strict
-    import refuses exactly the lines a plain one would leave out, before anything is written."""
-    if isinstance(item, RecordError):
-        return item.reason
-    _created_from_metadata(item)
-    if not item.text.strip():
-        return "empty text"
-    if (problem := record_problem(item)) is not None:
-        return problem
-    if is_observation(item) and (problem := observation_problem(item)) is not None:
-        return problem
-    if item.memory_id:
-        key = _id_key(item.memory_id)
-        if (earlier := seen_ids.get(key)) is not None:
-            return f"memory_id '{item.memory_id}' repeats line {earlier}"
-        seen_ids[key] = item.position
-    return None
-
-
 # Memories an import stores before it first refreshes the planner's statistics (then at each doubling).
 STATISTICS_FIRST = 5000
 
 
-class _Importer:
+class _Importer(BatchStore):
     def __init__(self, *, bank: Bank, actor: str, on_conflict: str, dry_run: bool, source_label: str,
                  report: ImportReport, extract_entities: bool = True) -> None:
         self.bank, self.actor, self.on_conflict, self.dry_run = bank, actor, on_conflict, dry_run
@@ -340,18 +256,6 @@ class _Importer:
             memory_statistics_refresh()
             self.analyzed_at = self.report.imported
 
-    def _memory(self, record: MemoryRecord, digest: str, vector: list[float] | str | None, now: Any) -> Memory:
-        if isinstance(vector, str):
-            vector = [float(x) for x in vector[1:-1].split(",")]
-        return Memory(
-            bank=self.bank, memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
-            memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
-            occurred_at=record.occurred_at, retained_at=record.retained_at or now,
-            created_at=record.created_at or record.occurred_at or now, source=record.source or self.source_label,
-            content_hash=digest, embedding=vector, embedding_model=self.embedder.name if vector is not None else "",
-            embedding_dims=self.embedder.dimensions if vector is not None else None, updated_at=now,
-        )
-
     def _entities(self, records: list[MemoryRecord]) -> None:
         """Records that carry no entities get them from the bank's provider, as a retain would."""
         if not self.extract:
@@ -361,35 +265,6 @@ class _Importer:
             if not record.entities:
                 record.entities = [EntityRecord(name=e.name, entity_type=e.entity_type)
                                    for e in llm.extract_entities(record.text)]
-
-    def _row(self, record: MemoryRecord, digest: str, vector: list[float] | str | None, now: Any) -> MemoryRow:
-        return MemoryRow(
-            memory_id=record.memory_id or "", text=record.text, fact_type=record.fact_type or "world",
-            memory_layer=record.memory_layer, tags=list(dict.fromkeys(record.tags)), metadata=record.metadata or {},
-            occurred_at=record.occurred_at, retained_at=record.retained_at or now,
-            created_at=record.created_at or record.occurred_at or now,
-            source=record.source or self.source_label, content_hash=digest, embedding=vector,
-            # A deferred vector: no model or size yet, so no vector search takes the row for embedded.
-            embedding_model=self.embedder.name if vector is not None else "",
-            embedding_dims=self.embedder.dimensions if vector is not None else None,
-            context=self.context_of.get(id(record)) if vector is not None else None,
-        )
-
-    def _insert(self, rows: list[MemoryRow]) -> dict[str, int]:
-        """Insert ``rows``; return ``{memory_id: pk}`` of those that landed.
-
-        A row whose id or live content another writer stored since the batch was
-        classified is left out by the bulk writer (the caller reports it); the rest land.
-        """
-        return rows_insert(self.bank.pk, rows, timezone.now())
-
-    def _overwrite(self, memory: Memory, pk: int, *, retained: bool) -> bool:
-        # The text changed, so what it mentions did too: the owner drops the old mentions (and their
-        # counts); the archive's (or extracted) entities are attached with the batch's. ``retained``:
-        # the archive says when the memory was retained, and that is kept, as for a new row; a record
-        # without it keeps the row's own time rather than taking the import's.
-        columns = (*OVERWRITTEN_COLUMNS, "retained_at") if retained else OVERWRITTEN_COLUMNS
-        return row_overwrite(self.bank, pk, {name: getattr(memory, name) for name in columns}, mentions=False)
 
     def _write(self, new_rows: list[tuple[MemoryRecord, str]],
                overwrite_rows: list[tuple[MemoryRecord, str, int]]) -> None:
@@ -412,59 +287,6 @@ class _Importer:
         report.entity_links += outcome.graph["entity_links"]
         report.forgotten += outcome.graph["forgotten"]
         report.archived += outcome.graph["archived"]
-
-    def _store(self, new_rows: list[tuple[MemoryRecord, str]], overwrite_rows: list[tuple[MemoryRecord, str, int]],
-               vectors: list[list[float] | str | None], now: Any) -> _BatchOutcome:
-        """The batch's transaction; the report is only told once it committed."""
-        outcome = _BatchOutcome()
-        with transaction.atomic():
-            landed = self._insert([self._row(r, d, v, now) for (r, d), v in zip(new_rows, vectors, strict=False)])
-            stored: list[tuple[MemoryRecord, int]] = []
-            overwritten: list[int] = []
-            for record, _ in new_rows:
-                if record.memory_id in landed:
-                    stored.append((record, landed[record.memory_id or ""]))
-                else:
-                    outcome.refused.append((record.position, "already stored by a concurrent writer"))
-            # Rows locked in key order: two imports overwriting the same memories in other orders wait for
-            # each other instead of deadlocking.
-            for (record, digest, pk), vector in sorted(zip(overwrite_rows, vectors[len(new_rows):], strict=True),
-                                                       key=lambda item: item[0][2]):
-                if self._overwrite(self._memory(record, digest, vector, now), pk,
-                                   retained=record.retained_at is not None):
-                    stored.append((record, pk))
-                    overwritten.append(pk)
-                    outcome.overwritten += 1
-                else:
-                    outcome.refused.append((record.position, "not overwritten: another memory holds its content, "
-                                                             "or it was forgotten meanwhile"))
-            # The overwritten rows' old mentions go, the batch's mentions come, and every count moves in
-            # one pass over the entity rows in id order.
-            deltas = Counter(mentions_take(overwritten))
-            deltas.update(attach_entities_batch(self.bank.pk, [
-                (pk, [{"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases} for e in record.entities])
-                for record, pk in stored if record.entities], count=False))
-            mentions_count(dict(deltas))
-            links_queue(self.bank, [record for record, _ in stored])
-            outcome.links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
-            outcome.graph = import_graph_apply(self.bank, stored)
-            audit_record(actor=self.actor, action="bank.import.batch", bank=self.bank,
-                         target_ids=[record.memory_id or "" for record, _ in stored],
-                         details={"source": self.source_label, "imported": len(landed),
-                                  "overwritten": outcome.overwritten, "links": outcome.links,
-                                  "through_line": self.report.lines})
-        outcome.imported = len(landed)
-        return outcome
-
-
-@dataclass
-class _BatchOutcome:
-    imported: int = 0
-    overwritten: int = 0
-    links: int = 0
-    graph: dict[str, int] = field(default_factory=dict)
-    refused: list[tuple[Any, str]] = field(default_factory=list)
-
 
 def archive_import(
     *,
@@ -495,15 +317,7 @@ def archive_import(
     report = ImportReport(dry_run=dry_run, strict=strict, on_conflict=on_conflict)
     if strict and not dry_run:
         # Every rule a write applies, on every line, before the first one is written.
-        check = ImportReport()
-        seen: dict[int, Any] = {}
-        for item in records():
-            check.lines += 1
-            if isinstance(item, RecordSkipped):
-                continue
-            if (problem := line_problem(item, seen)) is not None:
-                check.invalid += 1
-                check.note(item.position, problem)
+        check = strict_check(records())
         if check.invalid:
             report.lines, report.invalid, report.errors = check.lines, check.invalid, check.errors
             report.aborted = f"strict mode: {check.invalid} bad line(s), nothing was written"
