@@ -18,7 +18,7 @@ from agents.services.tools import (
     agent_memory_update,
 )
 from agents.tool_args import tool_arguments
-from banks.access import Principal, bank_for, banks_to_read, requested_bank_ids
+from banks.access import Principal
 from banks.api import render
 from banks.api.render_live import observation as observation_row
 from banks.models import Bank
@@ -26,6 +26,7 @@ from banks.selectors.mental_models import mental_model_list
 from banks.selectors.observations import observation_list, observation_view
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
+from banks.services.bank_lookup import bank_for, banks_to_read, requested_bank_ids
 from banks.services.directives import directive_create
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain

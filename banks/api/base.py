@@ -6,10 +6,11 @@ from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from banks.access import Principal, bank_for
+from banks.access import Principal
 from banks.api.auth import principal_of
 from banks.api.wire import parse
 from banks.models import Bank
+from banks.services.bank_lookup import bank_for
 from memoryhub.readers import reader_note, reader_scope_close, reader_scope_open
 
 M = TypeVar("M", bound=BaseModel)

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from banks.access import banks_to_read, forget_permission, requested_bank_ids
+from banks.access import forget_permission
 from banks.api import render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas import ForgetRequest, HistoryRequest, RecallRequest, RetainRequest
@@ -17,6 +17,7 @@ from banks.selectors.ingest_sources import ingest_aggregate, ingest_sources
 from banks.selectors.multibank import recall_many
 from banks.selectors.recall import RecallFilters, RecallOutcome, recall_bank
 from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
+from banks.services.bank_lookup import banks_to_read, requested_bank_ids
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
 from banks.services.usage import (

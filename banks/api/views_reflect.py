@@ -5,7 +5,6 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from banks.access import banks_to_read, requested_bank_ids
 from banks.api import render_live as render
 from banks.api.base import BankApiView, ok
 from banks.api.schemas_live import (
@@ -16,6 +15,7 @@ from banks.api.schemas_live import (
     ReflectRequest,
 )
 from banks.selectors.graph import graph_neighbors, graph_search
+from banks.services.bank_lookup import banks_to_read, requested_bank_ids
 from banks.services.compile import bank_compile
 from banks.services.coverage import bank_audit
 from banks.services.reflect import reflect
