@@ -37,7 +37,7 @@ def filled(bank):
 PAGES = ["/", "/banks/user-alice/", "/banks/user-alice/memories/", "/banks/user-alice/memories/?q=jazz",
          "/banks/user-alice/memories/?tags=music&state=all", "/banks/user-alice/observations/",
          "/banks/user-alice/models/", "/banks/user-alice/models/prefs/", "/banks/user-alice/directives/",
-         "/banks/user-alice/graph/", "/banks/user-alice/time/?q=jazz", "/banks/user-alice/transfer/",
+         "/banks/user-alice/graph/", "/banks/user-alice/map/", "/banks/user-alice/time/?q=jazz", "/banks/user-alice/transfer/",
          "/audit/", "/tokens/", "/v1/docs"]
 
 
