@@ -7,7 +7,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 from banks.models.banks import Bank
-from banks.models.memories import EmbeddedText, Memory
+from banks.models.memories import GIN_PENDING_LIST_KB, EmbeddedText, Memory
 
 
 class ObservationQuerySet(models.QuerySet["Observation"]):
@@ -38,7 +38,10 @@ class Observation(EmbeddedText):
             models.UniqueConstraint(fields=["bank", "observation_id"], name="observation_id_unique_per_bank")
         ]
         indexes = [
-            GinIndex(fields=["search_vector"], name="observation_search_gin"),
+            # Full text leads with the bank (btree_gin), as memories' does (migrations 0026, 0032): a word
+            # frequent in another tenant's observations is skipped through, not walked.
+            GinIndex(fields=["bank", "search_vector"], name="observation_bank_search_gin",
+                     gin_pending_list_limit=GIN_PENDING_LIST_KB),
             models.Index(fields=["bank", "scope"], name="observation_bank_scope"),
         ]
 
