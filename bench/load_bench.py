@@ -16,7 +16,9 @@ and removes them (each run starts from the same bank). Environment variables of
 
 Every question is new by default (three of ~150 words: no two clients ask alike).
 ``--repeat-share 0.3`` makes that share of recalls one of ``--repeat-pool`` (200)
-common questions, as users ask the same things again; report figures both ways.
+common questions, drawn with Zipf weights, as users ask the same things again (each
+web worker keeps its own cache of question vectors, banks.selectors.recall_query);
+report figures both ways.
 """
 
 from __future__ import annotations
@@ -310,15 +312,16 @@ class HttpxConnection:
         return None
 
 
-def common_questions(seed: int, count: int) -> list[str]:
-    """The questions users ask again and again (``--repeat-share``): the same list in every client."""
+def common_questions(seed: int, count: int) -> tuple[list[str], list[float]]:
+    """The questions users ask again and again (``--repeat-share``), the same in every client, with
+    Zipf weights (the n-th is asked 1/n as often as the first): a few are asked very often."""
     rng = random.Random(f"common:{seed}")
-    return [" ".join(rng.sample(WORDS, 3)) for _ in range(count)]
+    return [" ".join(rng.sample(WORDS, 3)) for _ in range(count)], [1 / n for n in range(1, count + 1)]
 
 
 async def client(number: int, base: str, token: str, bank_id: str, share: float, results: Results,
                  stop_at: float, seed: int, run: str, use_httpx: bool = False, repeat_share: float = 0.0,
-                 common: list[str] | None = None) -> None:
+                 common: tuple[list[str], list[float]] | None = None) -> None:
     # Seeded per run as well as per client: a later run on the same (reused) bank must not send the
     # sentences of an earlier one, which the server would rightly answer as near-duplicates.
     rng = random.Random(f"{seed}:{run}:{number}")
@@ -331,7 +334,7 @@ async def client(number: int, base: str, token: str, bank_id: str, share: float,
             if rng.random() < share:
                 op = "recall"
                 # Three of ~150 words in order: distinct questions (about 3.3 million), unless a repeated one.
-                question = (rng.choice(common) if common and rng.random() < repeat_share
+                question = (rng.choices(common[0], weights=common[1])[0] if common and rng.random() < repeat_share
                             else " ".join(rng.sample(WORDS, 3)))
                 body = {"query": question, "bank_id": bank_id, "max_results": 10}
             else:
