@@ -453,8 +453,8 @@ def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: s
                 pks.append(pk)
                 restored.append(memory_id)
             if pks:
-                rows_restore(bank, pks, now)
-                audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
+                # The owner records the restore (one event naming the rows that came back).
+                restored = rows_restore(bank, pks, now, actor=actor, reason=reason)
     except IntegrityError as exc:
         if violated_constraint(exc) == "memory_content_unique_per_bank":
             # An import (which takes no bank lock) stored the same content meanwhile.

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from banks.models import Bank, DuplicatePair, Memory, MemoryLink
 from banks.models.rows import insert_row
+from banks.services.audit import audit_record
 from banks.services.bulk_memories import COLUMNS, MemoryRow
 from banks.services.memory_rows.contexts import turn_context_followers, turn_context_refresh
 from banks.services.memory_rows.mentions import mentions_drop
@@ -246,15 +247,20 @@ def rows_archive(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Se
     return [row[0] for row in rows]
 
 
-def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None) -> int:
-    """Bring archived rows back (never a tombstone); the caller checked that their content is free."""
+def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None, *, actor: str,
+                 reason: str = "") -> list[str]:
+    """Bring archived rows back (never a tombstone); the caller checked that their content is free.
+    Returns the ids restored, in key order, and records them in one ``memory.restore`` audit event
+    (none when nothing came back): whoever restores, the event is written here, with the rows."""
     now = now or timezone.now()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE banks_memory SET archived_at = NULL, updated_at = %s WHERE bank_id = %s "
-                       "AND id = ANY(%s) AND archived_at IS NOT NULL AND forgotten_at IS NULL",
-                       [now, bank.pk, list(pks)])
-        restored = int(cursor.rowcount)
+                       "AND id = ANY(%s) AND archived_at IS NOT NULL AND forgotten_at IS NULL "
+                       "RETURNING id, memory_id", [now, bank.pk, list(pks)])
+        restored = [memory_id for _, memory_id in sorted(cursor.fetchall())]
     turn_context_refresh(bank=bank, pks=pks)
+    if restored:  # in the caller's transaction, with the rows (as every function here)
+        audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
     return restored
 
 

@@ -1,6 +1,7 @@
 """Every operation on memory rows is recorded by exactly one audit event naming its targets (a move: one
-in each bank). The owner changes the rows; the service that decided the operation writes its event, and
-these tests catch a path that forgets it or writes it twice."""
+in each bank). The owner changes the rows; the service that decided the operation writes its event (a
+restore's is written by the owner itself, whoever calls it), and these tests catch a path that forgets it or
+writes it twice."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from banks.models import AuditEvent, Bank, Memory
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.memories import memories_archive, memories_restore, memory_update
+from banks.services.memory_rows import rows_restore
 from tests.factories import make_bank, make_memory
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +65,20 @@ def test_restore_and_untag_write_one_event_each():
     bulk_apply(bank=bank, rows=_rows(bank, first, second), action="untag", actor="test", tag="contracts")
     both = sorted([first.memory_id, second.memory_id])
     assert _events(bank)[before:] == [("memory.restore", both), ("memory.bulk_untag", both)]
+
+
+def test_the_row_owner_records_a_restore_whoever_calls_it():
+    """No caller can restore rows without the event: ``rows_restore`` writes it, naming what came back
+    (an already live row is not named), and writes none when nothing came back."""
+    bank, first, second = _setup()
+    memories_archive(bank=bank, memory_ids=[first.memory_id], actor="test")
+    before = len(_events(bank))
+    assert rows_restore(bank, [first.pk, second.pk], actor="someone", reason="why") == [first.memory_id]
+    assert _events(bank)[before:] == [("memory.restore", [first.memory_id])]
+    event = AuditEvent.objects.filter(bank=bank).order_by("-id").first()
+    assert (event.actor, event.reason) == ("someone", "why")
+    assert rows_restore(bank, [first.pk], actor="someone") == []
+    assert len(_events(bank)) == before + 1
 
 
 def test_a_move_writes_one_event_in_each_bank():
