@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 
-from banks.models import Bank
+from banks.models import BANK_KEY, Bank
 
 
 class PendingLink(models.Model):
@@ -15,6 +17,8 @@ class PendingLink(models.Model):
     here, by archive memory id, until both ends exist. The importer never holds the
     archive's links in memory.
     """
+
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+")
     source_memory_id = models.CharField(max_length=255)

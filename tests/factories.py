@@ -48,7 +48,7 @@ def entity(bank: Bank, name: str) -> Entity:
 _BREAKS = {
     "mention counts": "SELECT e.bank_id, e.entity_id, e.mention_count, count(me.id) FROM banks_entity e "
                       "LEFT JOIN banks_memoryentity me ON me.entity_id = e.id "
-                      "GROUP BY e.id HAVING e.mention_count <> count(me.id)",
+                      "GROUP BY e.bank_id, e.id HAVING e.mention_count <> count(me.id)",
     "mentions across banks": "SELECT me.id FROM banks_memoryentity me JOIN banks_memory m ON m.id = me.memory_id "
                              "JOIN banks_entity e ON e.id = me.entity_id "
                              "WHERE me.bank_id <> m.bank_id OR e.bank_id <> m.bank_id",

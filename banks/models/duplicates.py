@@ -7,17 +7,21 @@ pairs drop out of the page), a dismissal deletes the pairs among the dismissed m
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 from django.db.models import F, Q
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 from banks.models.memories import Memory
 
 
 class DuplicatePair(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="duplicate_pairs")
-    memory_a = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
-    memory_b = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    memory_a = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    memory_b = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     similarity = models.FloatField()
     found_at = models.DateTimeField(auto_now_add=True)
 

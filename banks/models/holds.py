@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 
 
 class LegalHoldQuerySet(models.QuerySet["LegalHold"]):
@@ -15,6 +17,8 @@ class LegalHoldQuerySet(models.QuerySet["LegalHold"]):
 
 
 class LegalHold(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="legal_holds")
     # The caller's name for the hold (Astrocyte's ``hold_id``), unique among a bank's active holds.
     hold_id = models.CharField(max_length=255)
@@ -39,6 +43,8 @@ class LegalHold(models.Model):
 
 class LifecyclePolicy(models.Model):
     """A bank's retention rules (see banks.live.lifecycle); a bank without one is never swept."""
+
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.OneToOneField(Bank, on_delete=models.CASCADE, related_name="lifecycle_policy")
     enabled = models.BooleanField(default=True)

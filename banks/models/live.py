@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 from banks.models.memories import GIN_PENDING_LIST_KB, EmbeddedText, Memory
 
 
@@ -16,6 +18,8 @@ class ObservationQuerySet(models.QuerySet["Observation"]):
 
 
 class Observation(EmbeddedText):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="observations")
     observation_id = models.CharField(max_length=64)
     text = models.TextField()
@@ -52,10 +56,13 @@ class Observation(EmbeddedText):
 class ObservationEvidence(models.Model):
     """One memory supporting an observation, with the time the trend counts it at."""
 
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     # The observation's bank, repeated for distribution by bank; a trigger fills it when an insert leaves it out.
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
-    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="evidence")
-    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL)
+    observation = models.ForeignKey(Observation, on_delete=models.CASCADE, related_name="evidence",
+                                    db_constraint=False)
+    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL, db_constraint=False)
     # Kept even when the memory is forgotten, so provenance survives.
     memory_ref = models.CharField(max_length=255)
     evidence_at = models.DateTimeField()
@@ -90,6 +97,8 @@ class MentalModelQuerySet(models.QuerySet["MentalModel"]):
 class MentalModel(models.Model):
     """The current state of a mental model; every change also appends a MentalModelRevision."""
 
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     Kind = MentalModelKind
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="mental_models")
@@ -120,9 +129,11 @@ class MentalModel(models.Model):
 class MentalModelRevision(models.Model):
     """An append-only snapshot. Never edited: reverting writes a new revision."""
 
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     # The model's bank, repeated for distribution by bank; a trigger fills it when an insert leaves it out.
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
-    model = models.ForeignKey(MentalModel, on_delete=models.CASCADE, related_name="revisions")
+    model = models.ForeignKey(MentalModel, on_delete=models.CASCADE, related_name="revisions", db_constraint=False)
     number = models.PositiveIntegerField()
     title = models.CharField(max_length=500)
     scope = models.CharField(max_length=500, default="bank")
@@ -144,6 +155,8 @@ class MentalModelRevision(models.Model):
 
 
 class WikiPage(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="wiki_pages")
     page_id = models.CharField(max_length=255)
     scope = models.CharField(max_length=500)

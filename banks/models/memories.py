@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -7,7 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 
 # Dimensions that get their own HNSW index (partial, on a cast of the untyped column).
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
@@ -48,7 +50,10 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 
 
 class Memory(EmbeddedText):
-    # Indexed by memory_bank_pk (bank, id) below, which also serves lookups by bank alone.
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
+    # Indexed by the primary key (bank_id, id) (migration 0030), which also serves lookups by bank alone, and
+    # whole-bank jobs (re-embed, near-duplicate scan) that walk a bank in id order a batch at a time.
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories", db_index=False)
     memory_id = models.CharField(max_length=255)
     text = models.TextField()
@@ -68,7 +73,8 @@ class Memory(EmbeddedText):
     forgotten_at = models.DateTimeField(null=True, blank=True)
     # When a recall last returned it, to the hour (banks.services.usage); lifecycle archives from here.
     last_recalled_at = models.DateTimeField(null=True, blank=True)
-    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                    db_constraint=False)
     # The bank's text search configuration when the row was indexed (banks.text_search). A trigger
     # sets it from the bank on insert whatever the writer sends; changing the bank's language
     # re-computes it (banks.services.text_search), and with it the generated search_vector.
@@ -121,9 +127,6 @@ class Memory(EmbeddedText):
             models.Index(fields=["bank", "fact_type"], name="memory_bank_fact_type"),
             # The changes feed reads a bank in (updated_at, id) order.
             models.Index(fields=["bank", "updated_at", "id"], name="memory_bank_changed"),
-            # Whole-bank jobs (re-embed, near-duplicate scan) walk a bank in primary-key order, a batch at a
-            # time: without it each batch sorts what is left of the bank, or walks other banks' rows.
-            models.Index(fields=["bank", "id"], name="memory_bank_pk"),
             # Time travel and the archived list look for what was archived or forgotten, a small part of a bank.
             models.Index(fields=["bank", "archived_at"], name="memory_bank_archived",
                          condition=Q(archived_at__isnull=False)),
@@ -144,6 +147,8 @@ class Memory(EmbeddedText):
 
 
 class Entity(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entities")
     entity_id = models.CharField(max_length=255)
     name = models.CharField(max_length=500)
@@ -166,11 +171,13 @@ class Entity(models.Model):
 
 
 class MemoryEntity(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     # The memory's bank, repeated so rows can be distributed by bank (docs/scaling.md). Services set it;
     # a database trigger fills it from the memory for any insert that leaves it out (migration 0015).
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="+", db_index=False)
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE)
-    entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, db_constraint=False)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, db_constraint=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["bank", "memory", "entity"], name="memory_entity_unique")]
@@ -180,9 +187,11 @@ class MemoryEntity(models.Model):
 
 
 class EntityLink(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entity_links")
-    entity_a = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_out")
-    entity_b = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_in")
+    entity_a = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_out", db_constraint=False)
+    entity_b = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
     link_type = models.CharField(max_length=64)
     evidence = models.TextField(blank=True)
     confidence = models.FloatField(default=1.0)
@@ -201,9 +210,11 @@ class EntityLink(models.Model):
 class MemoryLink(models.Model):
     """A directed relation between two memories of one bank (archive edges, merges)."""
 
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memory_links")
-    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
-    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out", db_constraint=False)
+    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
     link_type = models.CharField(max_length=64)
     confidence = models.FloatField(default=1.0)
     metadata = models.JSONField(default=dict, blank=True)

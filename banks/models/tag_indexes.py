@@ -10,13 +10,17 @@ filter names exactly that tag (banks.selectors.recall_exact).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 
 
 class BankTagIndex(models.Model):
     """One tag of a bank with an HNSW index over its rows (named ``memory_hnsw_tag_<pk>``)."""
+
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="tag_indexes")
     tag = models.CharField(max_length=255)

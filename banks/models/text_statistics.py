@@ -10,9 +10,11 @@ counts the others, so a word retained a moment ago is weighed (and found) at onc
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 
 # Lexemes in fewer live memories than this are not stored: recall counts them (cheaply) on each question.
 LEXEME_MIN_DOCUMENTS = 100
@@ -35,6 +37,8 @@ class BankTextStatistics(models.Model):
 
 
 class BankLexeme(models.Model):
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
+
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="lexemes")
     lexeme = models.TextField()
     # Live memories holding the lexeme when the bank was counted.

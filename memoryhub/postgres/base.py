@@ -15,12 +15,26 @@ import select
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.backends.postgresql import base
+from django.db.backends.postgresql import base, features
+from django.db.models import Model
 
 from memoryhub.embedded import EMBEDDED_PGDATA_MARK
 
 
+class DatabaseFeatures(features.DatabaseFeatures):
+    def allows_group_by_selected_pks_on_model(self, model: type[Model]) -> bool:
+        """Django groups by a model's primary key alone and selects its other columns, which PostgreSQL
+        accepts only when that key is the table's real primary key. A model whose table is keyed wider in
+        the database (``DATABASE_PRIMARY_KEY``, e.g. ``("bank_id", "id")`` for bank tables, while Django
+        knows ``id``) is grouped by every selected column instead."""
+        if getattr(model, "DATABASE_PRIMARY_KEY", None):
+            return False
+        return bool(super().allows_group_by_selected_pks_on_model(model))
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    features_class = DatabaseFeatures
+
     def get_connection_params(self) -> dict[str, Any]:
         if pgdata := self.settings_dict.get("OPTIONS", {}).get(EMBEDDED_PGDATA_MARK):
             # The settings only read configuration; the entry points start the embedded server.
