@@ -140,7 +140,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0029_session_key_function"),
+        ("banks", "0031_entity_bank_mentions"),
     ]
 
     operations = [
