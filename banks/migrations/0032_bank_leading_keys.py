@@ -29,7 +29,7 @@ TABLES = [
     "banks_memory", "banks_entity", "banks_memoryentity", "banks_entitylink", "banks_memorylink",
     "banks_observation", "banks_observationevidence", "banks_mentalmodel", "banks_mentalmodelrevision",
     "banks_wikipage", "banks_duplicatepair", "banks_legalhold", "banks_lifecyclepolicy", "banks_banklexeme",
-    "banks_banktagindex",
+    "banks_banktagindex", "banks_memoryaccess",
 ]
 
 # (table, column, parent table): each becomes FOREIGN KEY (bank_id, column) REFERENCES parent (bank_id, id).

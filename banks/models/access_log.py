@@ -8,14 +8,17 @@ memory row.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 
-from banks.models.banks import Bank
+from banks.models.banks import BANK_KEY, Bank
 
 
 class MemoryAccess(models.Model):
     KINDS = ("recall", "reflect", "history", "search")
+    DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     id = models.BigAutoField(primary_key=True)
     # No FK constraint: the log is written by a background flush that must never wait on, or fail
