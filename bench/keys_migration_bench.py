@@ -1,6 +1,6 @@
-"""Migration 0032 (keys that lead with the bank) on a big bank while retains keep coming in.
+"""Migration 0033 (keys that lead with the bank) on a big bank while retains keep coming in.
 
-The database is taken back to the migration before (banks 0031, portability 0001), a bank of N memories is
+The database is taken back to the migration before (banks 0032, portability 0001), a bank of N memories is
 loaded through the bulk writer (COPY, as imports do) with a mention each, then the migration runs forward
 while another thread retains memories into the same bank. It reports how long the migration took, how many
 retains were answered meanwhile, and checks that every one is stored and that every constraint is valid.
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-BEFORE = [("banks", "0031_entity_bank_mentions"), ("portability", "0001_pending_links")]
+BEFORE = [("banks", "0032_bank_scoped_observation_text_index"), ("portability", "0001_pending_links")]
 BATCH = 5000
 ENTITIES = 50
 
@@ -81,7 +81,7 @@ class Writer(threading.Thread):
 
 
 def migrate_under_writes(bank_id: str, n: int) -> dict[str, Any]:
-    """Take the schema back before 0032, load ``n`` memories, migrate forward under writes; the figures."""
+    """Take the schema back before 0033, load ``n`` memories, migrate forward under writes; the figures."""
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 

@@ -1,6 +1,6 @@
 """The MemoryHub domain. One module per aggregate; everything is re-exported here.
 
-Keys (migration 0032, docs/scaling.md "Keys that lead with the bank"): in the database every bank table's
+Keys (migration 0033, docs/scaling.md "Keys that lead with the bank"): in the database every bank table's
 primary key is ``(bank_id, id)`` and every foreign key between bank tables is ``(bank_id, x_id) REFERENCES
 parent (bank_id, id)``, so a row can never point into another bank. Django still knows ``id`` as the primary
 key (globally unique: one identity sequence per table) and the foreign key fields as ``db_constraint=False``:

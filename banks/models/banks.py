@@ -13,7 +13,7 @@ bank_id_validator = RegexValidator(
     "must be 1-255 characters, start with a letter or digit, and contain only [a-zA-Z0-9._:@-]",
 )
 
-# The database primary key of every table that belongs to one bank (migration 0032): it leads with the bank,
+# The database primary key of every table that belongs to one bank (migration 0033): it leads with the bank,
 # while Django knows ``id`` alone as the primary key (see banks.models). memoryhub.postgres reads it.
 BANK_KEY = ("bank_id", "id")
 

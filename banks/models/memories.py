@@ -52,7 +52,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 class Memory(EmbeddedText):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
-    # Indexed by the primary key (bank_id, id) (migration 0032), which also serves lookups by bank alone, and
+    # Indexed by the primary key (bank_id, id) (migration 0033), which also serves lookups by bank alone, and
     # whole-bank jobs (re-embed, near-duplicate scan) that walk a bank in id order a batch at a time.
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="memories", db_index=False)
     memory_id = models.CharField(max_length=255)

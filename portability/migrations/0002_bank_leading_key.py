@@ -1,5 +1,5 @@
 """The pending link's primary key leads with the bank, ``(bank_id, id)``, like every bank table's
-(banks.0032; docs/scaling.md "Keys that lead with the bank"). Built online: the new key's index
+(banks.0033; docs/scaling.md "Keys that lead with the bank"). Built online: the new key's index
 ``CONCURRENTLY``, then a swap of the key that does not scan the table."""
 
 from django.db import migrations

@@ -1,4 +1,4 @@
-"""Keys that lead with the bank (migration 0032): every bank table's primary key and unique constraints start
+"""Keys that lead with the bank (migration 0033): every bank table's primary key and unique constraints start
 with bank_id, its foreign keys to other bank tables are (bank_id, x_id), and PostgreSQL itself refuses a row
 that points into another bank, as a Citus cluster distributed by bank_id would."""
 

@@ -1,4 +1,4 @@
-"""Migration 0032 runs online: a loaded bank is migrated while retains go on, none is lost, and every
+"""Migration 0033 runs online: a loaded bank is migrated while retains go on, none is lost, and every
 constraint ends up valid. The same as ``bench/keys_migration_bench.py`` (100,000 memories), at a small scale."""
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
 
     dependencies = [
-        ("banks", "0031_entity_bank_mentions"),
+        ("banks", "0032_bank_scoped_observation_text_index"),
     ]
 
     operations = [
