@@ -130,6 +130,17 @@ CROSS JOIN LATERAL (
 NewTurnRow = tuple[str, dict[str, Any], datetime, datetime | None]  # text, metadata, created_at, occurred_at
 
 
+def _metadata_json(metadata: dict[str, Any]) -> str:
+    """The metadata as JSON PostgreSQL reads; ``{}`` (no session) for metadata no row may hold (NaN, a lone
+    surrogate, NUL): asked before the line check, such a line is refused by it and never stored."""
+    try:
+        text = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError):
+        return "{}"
+    return "{}" if "\\u0000" in text else text
+
+
 class TurnContextsAhead:
     """The contexts the turns of a stream of rows (an import, batch after batch, in its order) will have
     once inserted, computed before their vectors are made so that each turn is embedded once, with it.
@@ -155,7 +166,7 @@ class TurnContextsAhead:
         if not rows or not self.window:
             return [None] * len(rows)
         with connection.cursor() as cursor:
-            cursor.execute(_KEYS_SQL, [[json.dumps(metadata) for _, metadata, _, _ in rows]])
+            cursor.execute(_KEYS_SQL, [[_metadata_json(metadata) for _, metadata, _, _ in rows]])
             keys: list[str | None] = [row[0] for row in cursor.fetchall()]
         self._meet({key: created for key, (_, _, created, _) in reversed(list(zip(keys, rows, strict=True)))
                     if key is not None and key not in self.tails})
