@@ -320,7 +320,7 @@ def test_graph_draws_the_ego_graph_and_recentres(admin_client, bank):
     memory_retain(bank=bank, text="Priya Raman and Marcus Lee meet in Berlin on Fridays.", actor="test")
     priya = Entity.objects.get(bank=bank, name="Priya Raman")
     page = admin_client.get(f"/banks/user-alice/graph/?entity={priya.entity_id}").content.decode()
-    assert '<svg class="ego"' in page and "Around Priya Raman" in page
+    assert '<svg class="ego graph-pic"' in page and "Around Priya Raman" in page
     berlin = Entity.objects.get(bank=bank, name="Berlin")
     assert berlin.entity_type == "LOCATION" and Entity.objects.get(bank=bank, name="Postgres").entity_type == "PRODUCT"
     assert f"?entity={berlin.entity_id}" in page and 'class="node node-memory"' in page
