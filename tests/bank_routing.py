@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 MODE_VARIABLE = "MEMORYHUB_BANK_ROUTING"
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIRS = ("banks", "curation", "portability", "agents", "memoryhub", "config")
+THIS_FILE = "tests/bank_routing.py"
 
 # Tables that carry ``bank_id`` but are not distributed by it (docs/scaling.md says why):
 # audit events and jobs outlive their bank (nullable bank, kept on the coordinator); memberships are
@@ -70,8 +70,8 @@ class RoutingCheck:
 
 
 _TABLE = re.compile(r'"?\b(banks_[a-z_]+|portability_[a-z_]+)\b"?')
-_PIN = re.compile(r'"?bank_id"?\s*(=\s*(%s|\$\d+|\d+|\'[^\']*\'|"?[a-z_]+"?\."?bank_id\b)|IN\s*\(\s*(%s|\d+)\s*\))',
-                  re.IGNORECASE)
+_PIN = re.compile(r'"?bank_id"?\s*(=\s*(%s|%\([a-z_]+\)s|\$\d+|\d+|\'[^\']*\'|"?[a-z_]+"?\."?bank_id\b)'
+                  r'|IN\s*\(\s*(%s|\d+)\s*\))', re.IGNORECASE)
 _INSERT = re.compile(r'^\s*INSERT\s+INTO\s+"?([a-z_]+)"?\s*\(([^)]*)\)', re.IGNORECASE)
 _LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+\b")
 _SELECT_LIST = re.compile(r"^SELECT .*? FROM", re.IGNORECASE)
@@ -109,53 +109,71 @@ def shape(sql: str) -> str:
     return _SELECT_LIST.sub("SELECT … FROM", text, count=1)[:300]
 
 
-def _sender() -> tuple[str, str] | None:
-    """The innermost project frame (file relative to the project, function) that sent the statement."""
-    for frame in reversed(traceback.extract_stack()):
-        path = Path(frame.filename)
-        try:
-            relative = path.resolve().relative_to(ROOT)
-        except ValueError:
-            continue
-        if relative.parts and relative.parts[0] in PROJECT_DIRS:
-            return str(relative), frame.name
-    return None
+# The verdict on each statement text, and each code file's path under the project: the ORM sends the
+# same few hundred texts over and over, so the check costs a dictionary look-up per statement, and a
+# walk of the stack's code objects (no source lines read) only for the statements that need one.
+_VERDICTS: dict[str, bool] = {}
+_RELATIVE: dict[str, str | None] = {}
+_ALLOWED_BY_FILE: dict[str, dict[str, str]] = {}
+for _file, _function, _reason in ALLOW_LIST:
+    _ALLOWED_BY_FILE.setdefault(_file, {})[_function] = f"{_file}:{_function}"
 
 
-def _allowed(sender: tuple[str, str] | None) -> str | None:
-    if sender is None:
-        return None
-    for file, function, _reason in ALLOW_LIST:
-        if sender[0] == file and function in ("*", sender[1]):
-            return f"{file}:{function}"
-    return None
+def _relative(filename: str) -> str | None:
+    try:
+        return _RELATIVE[filename]
+    except KeyError:
+        pass
+    try:
+        relative: str | None = str(Path(filename).resolve().relative_to(ROOT))
+    except ValueError:
+        relative = None
+    _RELATIVE[filename] = relative
+    return relative
 
 
-def _allowed_anywhere_on_stack() -> str | None:
-    for frame in reversed(traceback.extract_stack()):
-        try:
-            relative = str(Path(frame.filename).resolve().relative_to(ROOT))
-        except ValueError:
-            continue
-        hit = _allowed((relative, frame.name))
-        if hit:
-            return hit
-    return None
+def _stack() -> tuple[str | None, tuple[str, str] | None]:
+    """The allow-list entry of any frame on the stack (or None), and the innermost project frame
+    (file relative to the project, function) that sent the statement (or None: the tests' own, sent
+    from a test's code, also when that code was called by the application, as a stand-in is)."""
+    sender: tuple[str, str] | None = None
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        relative = _relative(code.co_filename)
+        if relative is not None and relative != THIS_FILE:
+            if sender is None and relative.startswith("tests/"):
+                return None, None
+            entries = _ALLOWED_BY_FILE.get(relative)
+            if entries is not None:
+                hit = entries.get(code.co_name) or entries.get("*")
+                if hit:
+                    return hit, sender
+            if sender is None and relative.split("/", 1)[0] in PROJECT_DIRS:
+                sender = (relative, code.co_name)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, sender
 
 
 def wrapper(check: RoutingCheck) -> Callable[..., Any]:
     def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        if isinstance(sql, str) and not pins_one_bank(sql, check.tables):
-            allowed = _allowed_anywhere_on_stack()
-            if allowed:
-                check.allowed[allowed] = check.allowed.get(allowed, 0) + 1
-            elif (sender := _sender()) is not None:  # the tests' own looks at the database are not checked
-                where = f"{sender[0]}:{sender[1]}"
-                key = (where, shape(sql))
-                finding = check.findings.setdefault(key, Finding(where, key[1]))
-                finding.tests.add(check.current_test)
-                if check.strict:
-                    check.failures.append(f"{where}: {key[1]}")
+        if isinstance(sql, str):
+            verdict = _VERDICTS.get(sql)
+            if verdict is None:
+                verdict = pins_one_bank(sql, check.tables)
+                if len(_VERDICTS) < 50_000:
+                    _VERDICTS[sql] = verdict
+            if not verdict:
+                allowed, sender = _stack()
+                if allowed:
+                    check.allowed[allowed] = check.allowed.get(allowed, 0) + 1
+                elif sender is not None:  # the tests' own looks at the database are not checked
+                    where = f"{sender[0]}:{sender[1]}"
+                    key = (where, shape(sql))
+                    finding = check.findings.setdefault(key, Finding(where, key[1]))
+                    finding.tests.add(check.current_test)
+                    if check.strict:
+                        check.failures.append(f"{where}: {key[1]}")
         return execute(sql, params, many, context)
 
     return execute
