@@ -7,9 +7,10 @@ from typing import ClassVar
 from django.db import models
 
 from banks.models import BANK_KEY, Bank
+from banks.models.bank_scoped import BankScoped
 
 
-class PendingLink(models.Model):
+class PendingLink(BankScoped, models.Model):
     """An archive link whose source or target memory is not stored yet.
 
     Links are written in the same transaction as the batch that carries them; one

@@ -84,7 +84,7 @@ def agent_memory_search(*, bank: Bank, query: str, type: str | None = None, scop
     filters = RecallFilters(layers=[_type(type)] if type else None)
     # Over-fetch when a scope filter will drop some rows afterwards.
     rows = _keyword(bank, query, filters, limit * (5 if scope else 1))
-    by_pk = Memory.objects.defer("embedding", "search_vector").in_bulk([pk for pk, _ in rows])
+    by_pk = Memory.objects.filter(bank=bank).defer("embedding", "search_vector").in_bulk([pk for pk, _ in rows])
     top = max((rank for _, rank in rows), default=0.0) or 1.0
     results = []
     for pk, rank in rows:

@@ -151,7 +151,7 @@ class MentalModelAdmin(BankScopedAdmin, ReadOnlyAdmin):
 
     @admin.display(description=f"latest revisions (up to {RELATED_SHOWN})")
     def revisions_shown(self, obj: models.MentalModel) -> str:
-        rows = obj.revisions.order_by("-number").values_list("number", "action", "author")[:RELATED_SHOWN]
+        rows = obj.revisions.filter(bank_id=obj.bank_id).order_by("-number").values_list("number", "action", "author")[:RELATED_SHOWN]
         return format_html_join(", ", "#{} {} by {}", rows) or "none"
 
 

@@ -12,11 +12,12 @@ from typing import ClassVar
 from django.db import models
 from django.db.models import F, Q
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 from banks.models.memories import Memory
 
 
-class DuplicatePair(models.Model):
+class DuplicatePair(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="duplicate_pairs")

@@ -8,6 +8,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 
 
@@ -16,7 +17,7 @@ class LegalHoldQuerySet(models.QuerySet["LegalHold"]):
         return self.filter(released_at__isnull=True)
 
 
-class LegalHold(models.Model):
+class LegalHold(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="legal_holds")
@@ -41,7 +42,7 @@ class LegalHold(models.Model):
         return f"hold {self.hold_id} on {self.bank_id}"
 
 
-class LifecyclePolicy(models.Model):
+class LifecyclePolicy(BankScoped, models.Model):
     """A bank's retention rules (see banks.live.lifecycle); a bank without one is never swept."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY

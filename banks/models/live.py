@@ -8,6 +8,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 from banks.models.memories import GIN_PENDING_LIST_KB, EmbeddedText, Memory
 
@@ -17,7 +18,7 @@ class ObservationQuerySet(models.QuerySet["Observation"]):
         return self.filter(deleted_at__isnull=True, invalidated_at__isnull=True)
 
 
-class Observation(EmbeddedText):
+class Observation(BankScoped, EmbeddedText):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="observations")
@@ -53,7 +54,7 @@ class Observation(EmbeddedText):
         return self.observation_id
 
 
-class ObservationEvidence(models.Model):
+class ObservationEvidence(BankScoped, models.Model):
     """One memory supporting an observation, with the time the trend counts it at."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
@@ -94,7 +95,7 @@ class MentalModelQuerySet(models.QuerySet["MentalModel"]):
         return self.filter(kind=MentalModelKind.DIRECTIVE)
 
 
-class MentalModel(models.Model):
+class MentalModel(BankScoped, models.Model):
     """The current state of a mental model; every change also appends a MentalModelRevision."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
@@ -126,7 +127,7 @@ class MentalModel(models.Model):
         return f"{self.model_id} r{self.revision}"
 
 
-class MentalModelRevision(models.Model):
+class MentalModelRevision(BankScoped, models.Model):
     """An append-only snapshot. Never edited: reverting writes a new revision."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
@@ -154,7 +155,7 @@ class MentalModelRevision(models.Model):
         return f"{self.model_id} r{self.number}"
 
 
-class WikiPage(models.Model):
+class WikiPage(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="wiki_pages")

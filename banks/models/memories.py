@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 
 # Dimensions that get their own HNSW index (partial, on a cast of the untyped column).
@@ -49,7 +50,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(archived_at__isnull=True, forgotten_at__isnull=True)
 
 
-class Memory(EmbeddedText):
+class Memory(BankScoped, EmbeddedText):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     # Indexed by the primary key (bank_id, id) (migration 0033), which also serves lookups by bank alone, and
@@ -146,7 +147,7 @@ class Memory(EmbeddedText):
         return self.archived_at is None and self.forgotten_at is None
 
 
-class Entity(models.Model):
+class Entity(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entities")
@@ -170,7 +171,7 @@ class Entity(models.Model):
         return f"{self.name} ({self.entity_type})"
 
 
-class MemoryEntity(models.Model):
+class MemoryEntity(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     # The memory's bank, repeated so rows can be distributed by bank (docs/scaling.md). Services set it;
@@ -186,7 +187,7 @@ class MemoryEntity(models.Model):
         return f"{self.memory_id} mentions {self.entity_id}"
 
 
-class EntityLink(models.Model):
+class EntityLink(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="entity_links")
@@ -207,7 +208,7 @@ class EntityLink(models.Model):
         return f"{self.entity_a_id} -{self.link_type}-> {self.entity_b_id}"
 
 
-class MemoryLink(models.Model):
+class MemoryLink(BankScoped, models.Model):
     """A directed relation between two memories of one bank (archive edges, merges)."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY

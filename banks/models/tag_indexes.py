@@ -14,10 +14,11 @@ from typing import ClassVar
 
 from django.db import models
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 
 
-class BankTagIndex(models.Model):
+class BankTagIndex(BankScoped, models.Model):
     """One tag of a bank with an HNSW index over its rows (named ``memory_hnsw_tag_<pk>``)."""
 
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY

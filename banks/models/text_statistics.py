@@ -14,13 +14,14 @@ from typing import ClassVar
 
 from django.db import models
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import BANK_KEY, Bank
 
 # Lexemes in fewer live memories than this are not stored: recall counts them (cheaply) on each question.
 LEXEME_MIN_DOCUMENTS = 100
 
 
-class BankTextStatistics(models.Model):
+class BankTextStatistics(BankScoped, models.Model):
     """When a bank's lexemes were last counted, over how many live memories, in which configuration."""
 
     bank = models.OneToOneField(Bank, on_delete=models.CASCADE, primary_key=True, related_name="text_statistics")
@@ -36,7 +37,7 @@ class BankTextStatistics(models.Model):
         return f"text statistics of {self.bank_id} ({self.live_rows} rows)"
 
 
-class BankLexeme(models.Model):
+class BankLexeme(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
     bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="lexemes")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from django.db import models
 
+from banks.models.bank_scoped import BankScoped
 from banks.models.banks import Bank
 
 
-class BankUsage(models.Model):
+class BankUsage(BankScoped, models.Model):
     bank = models.OneToOneField(Bank, on_delete=models.CASCADE, primary_key=True, related_name="usage")
     recall_count = models.BigIntegerField(default=0)
     # Recalls that returned at least one hit, and the sum of their top scores (for the average).

@@ -90,7 +90,7 @@ def duplicate_clusters(*, bank: Bank, threshold: float, limit: int = 50, offset:
     capped = len(pairs) > MAX_PAIRS
     pairs = pairs[:MAX_PAIRS]
     similarity = {(min(a, b), max(a, b)): s for a, b, s in pairs}
-    texts = dict(Memory.objects.filter(pk__in={pk for a, b, _ in pairs for pk in (a, b)}).values_list("pk", "text"))
+    texts = dict(Memory.objects.filter(bank=bank, pk__in={pk for a, b, _ in pairs for pk in (a, b)}).values_list("pk", "text"))
     groups = link_same_facts(pairs, {pk: text_facts(text) for pk, text in texts.items()})
 
     def best(group: list[int]) -> float:
@@ -99,7 +99,7 @@ def duplicate_clusters(*, bank: Bank, threshold: float, limit: int = 50, offset:
     ordered = sorted(groups, key=lambda g: (-best(g), min(g)))
     offset = max(0, offset)
     shown = ordered[offset:offset + limit]
-    rows = Memory.objects.defer("embedding", "search_vector").in_bulk([pk for pks in shown for pk in pks])
+    rows = Memory.objects.filter(bank=bank).defer("embedding", "search_vector").in_bulk([pk for pks in shown for pk in pks])
     clusters = []
     for pks in shown:
         members = sorted((rows[pk] for pk in pks if pk in rows), key=lambda m: (m.retained_at, m.pk))

@@ -53,7 +53,7 @@ def ego_graph(*, bank: Bank, focus: Entity, max_entities: int = 10, max_memories
         nodes.setdefault(f"e{other.pk}", _entity_node(other))
         graph.edges.append(EgoEdge(a=f"e{link.entity_a_id}", b=f"e{link.entity_b_id}", kind="link",
                                    label=link.link_type))
-    mentions = list(MemoryEntity.objects.filter(entity=focus, memory__archived_at__isnull=True,
+    mentions = list(MemoryEntity.objects.filter(bank_id=focus.bank_id, entity=focus, memory__archived_at__isnull=True,
                                                 memory__forgotten_at__isnull=True)
                     .order_by("-memory__retained_at").values_list("memory_id", "memory__memory_id",
                                                                   "memory__text")[:max_memories])
@@ -68,10 +68,10 @@ def ego_graph(*, bank: Bank, focus: Entity, max_entities: int = 10, max_memories
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT me.entity_id, array_agg(me.memory_id) FROM banks_memoryentity me "
-                "WHERE me.memory_id = ANY(%s) AND me.entity_id <> %s GROUP BY me.entity_id "
-                "ORDER BY count(*) DESC, me.entity_id LIMIT %s", [memory_pks, focus.pk, room])
+                "WHERE me.bank_id = %s AND me.memory_id = ANY(%s) AND me.entity_id <> %s GROUP BY me.entity_id "
+                "ORDER BY count(*) DESC, me.entity_id LIMIT %s", [focus.bank_id, memory_pks, focus.pk, room])
             shared = cursor.fetchall()
-        others = Entity.objects.in_bulk([entity_pk for entity_pk, _ in shared])
+        others = Entity.objects.filter(bank_id=focus.bank_id).in_bulk([entity_pk for entity_pk, _ in shared])
         for entity_pk, memory_list in shared:
             entity = others.get(entity_pk)
             if entity is None:

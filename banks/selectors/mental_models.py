@@ -22,11 +22,11 @@ def mental_model_list(*, bank: Bank, scope: str | None = None, kind: str | None 
 
 
 def revision_list(*, model: MentalModel) -> QuerySet[MentalModelRevision]:
-    return MentalModelRevision.objects.filter(model=model).order_by("-number")
+    return MentalModelRevision.objects.filter(bank_id=model.bank_id, model=model).order_by("-number")
 
 
 def revision_get(*, model: MentalModel, number: int) -> MentalModelRevision:
-    row = MentalModelRevision.objects.filter(model=model, number=number).first()
+    row = MentalModelRevision.objects.filter(bank_id=model.bank_id, model=model, number=number).first()
     if row is None:
         raise NotFound(f"revision {number} of mental model '{model.model_id}' not found")
     return row

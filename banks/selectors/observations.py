@@ -21,12 +21,17 @@ class ObservationView:
     unresolved_ids: list[str] = field(default_factory=list)
 
 
-def _with_evidence(rows: QuerySet[Observation]) -> QuerySet[Observation]:
-    return rows.prefetch_related(Prefetch("evidence", queryset=ObservationEvidence.objects.order_by("evidence_at")))
+def _with_evidence(rows: QuerySet[Observation], bank: Bank) -> QuerySet[Observation]:
+    return rows.prefetch_related(Prefetch(
+        "evidence", queryset=ObservationEvidence.objects.filter(bank=bank).order_by("evidence_at")))
 
 
 def observation_view(observation: Observation, now: datetime | None = None) -> ObservationView:
-    evidence = list(observation.evidence.all())
+    if "evidence" in getattr(observation, "_prefetched_objects_cache", {}):
+        evidence = list(observation.evidence.all())
+    else:  # by the bank as well as the observation (the related manager names the observation alone)
+        evidence = list(ObservationEvidence.objects.filter(bank_id=observation.bank_id, observation=observation)
+                        .order_by("id"))  # attached order, which the index on the observation alone gave
     times = [e.evidence_at for e in evidence]
     return ObservationView(observation=observation, trend=compute_trend(times or [observation.updated_at], now),
                            source_ids=[e.memory_ref for e in evidence], evidence_times=times,
@@ -44,7 +49,7 @@ def observation_list(*, bank: Bank, scope: str | None = None, trend: str | None 
         rows = rows.filter(text__icontains=query)
     views = []
     # The trend is computed, not stored: filter after computing, within a bounded scan.
-    for observation in _with_evidence(rows.order_by("-updated_at", "-id"))[: max(limit * 10, 1000)]:
+    for observation in _with_evidence(rows.order_by("-updated_at", "-id"), bank)[: max(limit * 10, 1000)]:
         view = observation_view(observation)
         if trend and view.trend != trend:
             continue

@@ -33,6 +33,7 @@ from banks.models import (
     WebhookDelivery,
     WikiPage,
 )
+from banks.models.bank_scoped import bank_rows_delete
 from banks.services.access_log import access_log_drop_bank
 from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
@@ -66,8 +67,9 @@ def bank_removal_start(*, bank: Bank, actor: str, reason: str, memory_count: int
     return job_enqueue(job=job, send=lambda: send_task("banks.remove_bank", job.pk))
 
 
-def _chunks(queryset: QuerySet[Model], on_chunk: Callable[[int], None] | None = None) -> int:
-    """Delete ``queryset`` CHUNK rows per transaction (cascades included); return how many went."""
+def _chunks(queryset: QuerySet[Model], bank: Bank | None, on_chunk: Callable[[int], None] | None = None) -> int:
+    """Delete ``queryset`` CHUNK rows per transaction (cascades included); return how many went. Rows of
+    ``bank`` go by statements that name it, cascades included (banks.models.bank_scoped)."""
     model = queryset.model
     removed = 0
     while True:
@@ -76,7 +78,10 @@ def _chunks(queryset: QuerySet[Model], on_chunk: Callable[[int], None] | None = 
             pks = list(queryset.values_list("pk", flat=True)[:CHUNK])
             if not pks:
                 return removed
-            model._default_manager.filter(pk__in=pks).delete()
+            if bank is not None:
+                bank_rows_delete(model, bank.pk, pks)
+            else:
+                model._default_manager.filter(pk__in=pks).delete()
         removed += len(pks)
         if on_chunk is not None:
             on_chunk(removed)
@@ -100,16 +105,17 @@ def bank_remove_rows(*, bank: Bank, actor: str, reason: str = "",
         # Its tags' vector indexes first: no vacuum of the deleted rows has to tidy them.
         "tag_indexes": bank_tag_indexes_drop(bank.pk),
         # Rows that point at memories first, so each memory chunk cascades into little.
-        "duplicate_pairs": _chunks(DuplicatePair.objects.filter(bank=bank)),
-        "memory_links": _chunks(MemoryLink.objects.filter(bank=bank)),
-        "memories": _chunks(bank.memories.all(), progress),
-        "entity_links": _chunks(EntityLink.objects.filter(bank=bank)),
-        "entities": _chunks(Entity.objects.filter(bank=bank)),
-        "observations": _chunks(Observation.objects.filter(bank=bank)),
-        "mental_models": _chunks(MentalModel.objects.filter(bank=bank)),
-        "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank)),
-        "lexemes": _chunks(BankLexeme.objects.filter(bank=bank)),
-        "webhook_deliveries": _chunks(WebhookDelivery.objects.filter(source__bank=bank)),
+        "duplicate_pairs": _chunks(DuplicatePair.objects.filter(bank=bank), bank),
+        "memory_links": _chunks(MemoryLink.objects.filter(bank=bank), bank),
+        "memories": _chunks(bank.memories.all(), bank, progress),
+        "entity_links": _chunks(EntityLink.objects.filter(bank=bank), bank),
+        "entities": _chunks(Entity.objects.filter(bank=bank), bank),
+        "observations": _chunks(Observation.objects.filter(bank=bank), bank),
+        "mental_models": _chunks(MentalModel.objects.filter(bank=bank), bank),
+        "wiki_pages": _chunks(WikiPage.objects.filter(bank=bank), bank),
+        "lexemes": _chunks(BankLexeme.objects.filter(bank=bank), bank),
+        # Delivery logs hang off a webhook source (kept on the coordinator), not the bank's shard.
+        "webhook_deliveries": _chunks(WebhookDelivery.objects.filter(source__bank=bank), None),
         "access_log": access_log_drop_bank(bank.pk),
         "audit_events_kept": _detach_audit(bank),
     }

@@ -84,33 +84,33 @@ def _apply_chunk(bank: Bank, action: str, ids: list[int], outcome: BulkOutcome, 
                  reason: str, compliance: bool) -> None:
     with transaction.atomic():
         if action == "archive":
-            outcome.touched += len(memories_archive(bank=bank, memory_ids=_ids(ids), actor=actor,
+            outcome.touched += len(memories_archive(bank=bank, memory_ids=_ids(bank, ids), actor=actor,
                                                     reason=reason, action="memory.bulk_archive"))
         elif action == "restore":
-            restored, clashing = memories_restore(bank=bank, memory_ids=_ids(ids), actor=actor, reason=reason)
+            restored, clashing = memories_restore(bank=bank, memory_ids=_ids(bank, ids), actor=actor, reason=reason)
             outcome.touched += len(restored)
             outcome.skipped += len(clashing)
         elif action == "forget":
             # Authorized once for the whole selection, in bulk_apply.
-            result = memory_forget(bank=bank, actor=actor, memory_ids=_ids(ids), reason=reason, compliance=compliance)
+            result = memory_forget(bank=bank, actor=actor, memory_ids=_ids(bank, ids), reason=reason, compliance=compliance)
             outcome.touched += result.deleted_count
         else:
             changed = (rows_tag if action == "tag" else rows_untag)(bank, ids, tag)
             outcome.touched += changed
             if changed:
-                audit_record(actor=actor, action=f"memory.bulk_{action}", bank=bank, target_ids=_ids(ids),
+                audit_record(actor=actor, action=f"memory.bulk_{action}", bank=bank, target_ids=_ids(bank, ids),
                              reason=reason, details={"tag": tag, "changed": changed})
 
 
-def _ids(pks: list[int]) -> list[str]:
-    return list(Memory.objects.filter(pk__in=pks).order_by("pk").values_list("memory_id", flat=True))
+def _ids(bank: Bank, pks: list[int]) -> list[str]:
+    return list(Memory.objects.filter(bank=bank, pk__in=pks).order_by("pk").values_list("memory_id", flat=True))
 
 
 def _move_chunk(bank: Bank, target: Bank, embedder: Embedder, ids: list[int], outcome: BulkOutcome, *,
                 actor: str, reason: str) -> None:
     # Rows embedded with another model than the target's get the target's vector, computed before the
     # transaction opens (it may be a remote call).
-    stale = list(Memory.objects.filter(pk__in=ids, forgotten_at__isnull=True).exclude(
+    stale = list(Memory.objects.filter(bank=bank, pk__in=ids, forgotten_at__isnull=True).exclude(
         embedding_model=embedder.name).values_list("pk", "text"))
     vectors = dict(zip([pk for pk, _ in stale], embedder.embed([text for _, text in stale]), strict=True)) if stale else {}
     with transaction.atomic():

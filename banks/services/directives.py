@@ -43,7 +43,7 @@ def directive_create(*, bank: Bank, rule_text: str, actor: str, directive_id: st
         structured_doc=rule_document(text).model_dump(), scope=scope or "bank", kind=MentalModel.Kind.DIRECTIVE,
     )
     if model.priority != priority or not model.is_active:
-        MentalModel.objects.filter(pk=model.pk).update(priority=priority, is_active=True)
+        MentalModel.objects.filter(bank_id=model.bank_id, pk=model.pk).update(priority=priority, is_active=True)
         model.refresh_from_db()
     return model
 
@@ -66,7 +66,7 @@ def directive_update(*, directive: MentalModel, actor: str, rule_text: str | Non
         flags["priority"] = priority
     if flags:
         with transaction.atomic():
-            MentalModel.objects.filter(pk=directive.pk).update(**flags)
+            MentalModel.objects.filter(bank_id=directive.bank_id, pk=directive.pk).update(**flags)
             action = "directive." + ({True: "activate", False: "deactivate"}[flags["is_active"]]
                                      if "is_active" in flags else "reprioritise")
             audit_record(actor=actor, action=action, bank=directive.bank, target_ids=[directive.model_id],

@@ -110,9 +110,10 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
     # A scan stored before pairs had to name the same things (``rule``) is not built upon either.
     incremental = (not full and bool(before) and float(before.get("threshold", 2.0)) <= threshold
                    and before.get("embedding_model") == model and before.get("rule") == RULE)
-    # The newest primary key of the whole table (one step down the primary key): rows above it are new
-    # since this scan, whatever their bank.
-    through_pk = Memory.objects.aggregate(top=Max("pk"))["top"] or 0
+    # The bank's newest primary key (one step down its (bank_id, id) index): its rows above it are new
+    # since this scan. Keys come from one sequence, so a row committed later may hold a lower key only
+    # if it was inserted before this read, as with the whole table's newest key.
+    through_pk = Memory.objects.filter(bank=bank).aggregate(top=Max("pk"))["top"] or 0
     candidates = Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False, pk__lte=through_pk)
     if incremental:
         since = parse_datetime(before.get("started_at", "")) or started

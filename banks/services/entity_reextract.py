@@ -41,7 +41,7 @@ class ReextractReport:
 
 
 def _replace_mentions(bank: Bank, found: dict[int, list[tuple[str, str, str]]], report: ReextractReport) -> None:
-    report.mentions_removed += mentions_drop(list(found))
+    report.mentions_removed += mentions_drop(bank.pk, list(found))
     wanted = {key: (name, kind) for items in found.values() for key, name, kind in items}
     known = Entity.objects.filter(bank=bank, entity_id__in=list(wanted))
     existing = known.count()

@@ -33,7 +33,7 @@ def entity_link_create(*, bank: Bank, entity_a: str, entity_b: str, link_type: s
             defaults={"evidence": evidence, "confidence": confidence})
         if link_type == "alias_of" and a.name not in b.aliases:
             # "A alias_of B": B is the canonical entity and answers to A's name too.
-            Entity.objects.filter(pk=b.pk).update(aliases=[*b.aliases, a.name])
+            Entity.objects.filter(bank=bank, pk=b.pk).update(aliases=[*b.aliases, a.name])
         audit_record(actor=actor, action="entity.link", bank=bank, target_ids=[a.entity_id, b.entity_id],
                      details={"link_type": link_type})
     return link
@@ -46,7 +46,7 @@ def entity_link_delete(*, bank: Bank, link_id: int, actor: str) -> None:
     with transaction.atomic():
         if link.link_type == "alias_of":
             target = link.entity_b
-            Entity.objects.filter(pk=target.pk).update(aliases=[a for a in target.aliases if a != link.entity_a.name])
+            Entity.objects.filter(bank=bank, pk=target.pk).update(aliases=[a for a in target.aliases if a != link.entity_a.name])
         link.delete()
         audit_record(actor=actor, action="entity.unlink", bank=bank,
                      target_ids=[link.entity_a.entity_id, link.entity_b.entity_id],

@@ -41,7 +41,7 @@ def hold_set(*, bank: Bank, hold_id: str, reason: str, set_by: str, actor: str,
         existing = LegalHold.objects.active().select_for_update().filter(bank=bank, hold_id=hold_id).first()
         if existing is not None:
             replaced = {"reason": existing.reason, "set_by": existing.set_by, "set_at": existing.set_at.isoformat()}
-            LegalHold.objects.filter(pk=existing.pk).update(reason=reason, set_by=set_by, set_at=timezone.now())
+            LegalHold.objects.filter(bank_id=existing.bank_id, pk=existing.pk).update(reason=reason, set_by=set_by, set_at=timezone.now())
             existing.refresh_from_db()
             audit_record(actor=actor, action="bank.hold_set", bank=bank, target_ids=[hold_id], reason=reason,
                          details={"hold_id": hold_id, "set_by": set_by, "replaced": replaced})

@@ -199,7 +199,7 @@ def memory_retain(
             if duplicate:
                 raise _Superseded(duplicate)
             # Counted last (see banks.services.entities): the rows are held from here to the commit only.
-            mentions_count(dict.fromkeys(linked, 1))
+            mentions_count(bank.pk, dict.fromkeys(linked, 1))
     except _Superseded as superseded:
         return superseded.outcome
     except IntegrityError as exc:
@@ -409,11 +409,11 @@ def memory_update(
 
 def _mentions_replace(memory: Memory, entities: list[dict[str, Any]]) -> None:
     """The memory's mentions become ``entities``: old ones taken off, new ones linked, counts moved once."""
-    deltas = mentions_take([memory.pk])
+    deltas = mentions_take(memory.bank_id, [memory.pk])
     _, linked = attach_entities(memory, entities, count=False)
     for pk in linked:
         deltas[pk] = deltas.get(pk, 0) + 1
-    mentions_count(deltas)
+    mentions_count(memory.bank_id, deltas)
 
 
 def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "",

@@ -29,7 +29,7 @@ def _clean(value: str, field: str, limit: int) -> str:
 
 
 def _mentioned(memory: Memory, entity_id: str) -> Entity:
-    entity = memory.entities.filter(entity_id=entity_id).first()
+    entity = memory.entities.filter(bank_id=memory.bank_id, entity_id=entity_id).first()
     if entity is None:
         raise NotFound(f"memory '{memory.memory_id}' does not mention entity '{entity_id}'")
     return entity
@@ -43,7 +43,7 @@ def memory_entity_add(*, memory: Memory, name: str, entity_type: str, actor: str
     entity_type = _clean(entity_type or "OTHER", "entity_type", MAX_TYPE).upper()
     with transaction.atomic():
         found, _linked = attach_entities(memory, [{"name": name, "entity_type": entity_type}])
-        entity = Entity.objects.get(pk=found[0])
+        entity = Entity.objects.get(bank_id=memory.bank_id, pk=found[0])
         audit_record(actor=actor, action="memory.entity_add", bank=memory.bank, target_ids=[memory.memory_id],
                      details={"entity_id": entity.entity_id, "name": entity.name, "entity_type": entity.entity_type})
     return entity
@@ -54,7 +54,7 @@ def memory_entity_remove(*, memory: Memory, entity_id: str, actor: str) -> None:
     ensure_editable(memory)
     with transaction.atomic():
         entity = _mentioned(memory, entity_id)
-        mentions_unlink_pairs([(memory.pk, entity.pk)])
+        mentions_unlink_pairs(memory.bank_id, [(memory.pk, entity.pk)])
         audit_record(actor=actor, action="memory.entity_remove", bank=memory.bank, target_ids=[memory.memory_id],
                      details={"entity_id": entity.entity_id, "name": entity.name})
 
@@ -68,7 +68,7 @@ def memory_entity_retype(*, memory: Memory, entity_id: str, entity_type: str, ac
         entity = _mentioned(memory, entity_id)
         before = entity.entity_type
         if before != entity_type:
-            Entity.objects.filter(pk=entity.pk).update(entity_type=entity_type)
+            Entity.objects.filter(bank_id=memory.bank_id, pk=entity.pk).update(entity_type=entity_type)
             entity.entity_type = entity_type
             audit_record(actor=actor, action="entity.retype", bank=memory.bank, target_ids=[memory.memory_id],
                          details={"entity_id": entity.entity_id, "from": before, "to": entity_type})

@@ -115,9 +115,10 @@ def mental_model_save_revision(
     if undelete:
         changes["deleted_at"] = None
     with transaction.atomic():
-        moved = MentalModel.objects.filter(pk=model.pk, revision=expected).update(**changes)
+        moved = MentalModel.objects.filter(bank_id=model.bank_id, pk=model.pk, revision=expected).update(**changes)
         if moved != 1:
-            current = MentalModel.objects.filter(pk=model.pk).values_list("revision", flat=True).first()
+            current = MentalModel.objects.filter(bank_id=model.bank_id, pk=model.pk).values_list(
+                "revision", flat=True).first()
             raise Conflict(f"mental model '{model.model_id}' is at revision {current}, not {expected}; "
                            "reload it and apply the change again", current_revision=current)
         model.refresh_from_db()
@@ -226,7 +227,7 @@ def mental_model_apply_delta(
 def mental_model_revert(*, model: MentalModel, to_revision: int, actor: str,
                         expected_revision: int | None = None, by: Principal | None = None) -> MentalModel:
     authorize(by, model.bank.bank_id, "write")
-    target = MentalModelRevision.objects.filter(model=model, number=to_revision).first()
+    target = MentalModelRevision.objects.filter(bank_id=model.bank_id, model=model, number=to_revision).first()
     if target is None:
         raise NotFound(f"revision {to_revision} of mental model '{model.model_id}' not found")
     doc = load_document(target.structured_doc) if target.structured_doc else parse_markdown(target.content)
@@ -243,7 +244,8 @@ def mental_model_delete(*, model: MentalModel, actor: str, reason: str = "", by:
     """Soft delete (a directive's too); False when it was already deleted (Astrocyte's ``{"deleted": false}``)."""
     authorize(by, model.bank.bank_id, "forget")
     with transaction.atomic():
-        moved = MentalModel.objects.filter(pk=model.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
+        moved = MentalModel.objects.filter(bank_id=model.bank_id, pk=model.pk, deleted_at__isnull=True).update(
+            deleted_at=timezone.now())
         if moved:
             kind = "directive" if model.kind == MentalModel.Kind.DIRECTIVE else "mental_model"
             audit_record(actor=actor, action=f"{kind}.delete", bank=model.bank, target_ids=[model.model_id],

@@ -53,13 +53,12 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
             [MemoryLink(bank=bank, source=o, target=survivor, link_type="merged_into", metadata={"text": o.text})
              for o in others], ignore_conflicts=True)
         link_memory_entities(survivor, list(
-            MemoryEntity.objects.filter(memory_id__in=other_pks).values_list("entity_id", flat=True).distinct()))
+            MemoryEntity.objects.filter(bank=bank, memory_id__in=other_pks).values_list("entity_id", flat=True).distinct()))
         ObservationEvidence.objects.bulk_create(
             [ObservationEvidence(bank=bank, observation_id=e.observation_id, memory_ref=survivor.memory_id,
                                  memory=survivor,
                                  evidence_at=e.evidence_at)
-             for e in ObservationEvidence.objects.filter(memory_ref__in=[o.memory_id for o in others],
-                                                         observation__bank=bank)],
+             for e in ObservationEvidence.objects.filter(bank=bank, memory_ref__in=[o.memory_id for o in others])],
             ignore_conflicts=True)
         tags_before = list(survivor.tags)
         survivor.tags, survivor.metadata = tags, metadata

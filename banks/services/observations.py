@@ -76,15 +76,16 @@ def attach_evidence(observation: Observation, memory_ids: Iterable[str], *, at: 
         memory = memories.get(memory_id)
         when = at or (memory.occurred_at or memory.created_at if memory else timezone.now())
         _, created = ObservationEvidence.objects.get_or_create(
-            observation=observation, memory_ref=memory_id,
-            defaults={"bank_id": observation.bank_id, "memory": memory, "evidence_at": when},
+            bank_id=observation.bank_id, observation=observation, memory_ref=memory_id,
+            defaults={"memory": memory, "evidence_at": when},
         )
         added += int(created)
     return added
 
 
 def unresolved_refs(observation: Observation) -> list[str]:
-    return list(observation.evidence.filter(memory__isnull=True).order_by("id").values_list("memory_ref", flat=True))
+    return list(ObservationEvidence.objects.filter(bank_id=observation.bank_id, observation=observation,
+                                                   memory__isnull=True).order_by("id").values_list("memory_ref", flat=True))
 
 
 def observation_get(*, bank: Bank, observation_id: str, include_deleted: bool = False) -> Observation:
@@ -164,7 +165,7 @@ def observation_update(
         removed = 0
         if remove_source_ids:
             removed, _ = ObservationEvidence.objects.filter(
-                observation=observation, memory_ref__in=_ids(remove_source_ids, "remove_source_ids")).delete()
+                bank_id=observation.bank_id, observation=observation, memory_ref__in=_ids(remove_source_ids, "remove_source_ids")).delete()
         if added:
             # New supporting evidence confirms the observation once more.
             observation.proof_count += 1
@@ -183,7 +184,7 @@ def observation_delete(*, observation: Observation, actor: str, reason: str = ""
                        by: Principal | None = None) -> bool:
     authorize(by, observation.bank.bank_id, "forget")
     with transaction.atomic():
-        moved = Observation.objects.filter(pk=observation.pk, deleted_at__isnull=True).update(
+        moved = Observation.objects.filter(bank_id=observation.bank_id, pk=observation.pk, deleted_at__isnull=True).update(
             deleted_at=timezone.now())
         if moved:
             audit_record(actor=actor, action="observation.delete", bank=observation.bank,
@@ -218,7 +219,8 @@ def observation_invalidate(*, observation: Observation, actor: str, reason: str 
                            by: Principal | None = None) -> bool:
     authorize(by, observation.bank.bank_id, "write")
     with transaction.atomic():
-        moved = Observation.objects.filter(pk=observation.pk, invalidated_at__isnull=True).update(
+        moved = Observation.objects.filter(bank_id=observation.bank_id, pk=observation.pk,
+                                           invalidated_at__isnull=True).update(
             invalidated_at=timezone.now(), invalidated_reason=reason[:500])
         if moved:
             audit_record(actor=actor, action="observation.invalidate", bank=observation.bank,

@@ -198,7 +198,7 @@ def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: A
     principal = operator(request)
     return {
         "bank": bank, "memory": memory, "near": near, "near_threshold": threshold, "tab": "memories",
-        "entities": list(memory.entities.all()[:50]),
+        "entities": list(memory.entities.filter(bank=bank)[:50]),
         "citations": memory_citations(bank=bank, memory_id=memory.memory_id),
         "events": audit_events_about(bank=bank, target_id=memory.memory_id),
         "access": memory_access_page(bank, memory.memory_id), "access_days": access_log_days(),

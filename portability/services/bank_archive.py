@@ -85,9 +85,9 @@ def _columns(model: type[models.Model]) -> list[models.Field]:
 def _bank_rows(bank: Bank, model: type[models.Model]) -> models.QuerySet:
     if any(f.attname == "bank_id" for f in model._meta.concrete_fields):
         return model._default_manager.filter(bank=bank)
-    parent = {MemoryEntity: "memory__bank", ObservationEvidence: "observation__bank",
-              MentalModelRevision: "model__bank"}[model]
-    return model._default_manager.filter(**{parent: bank})
+    parents: dict[type[models.Model], str] = {MemoryEntity: "memory__bank", ObservationEvidence: "observation__bank",
+                                              MentalModelRevision: "model__bank"}
+    return model._default_manager.filter(**{parents[model]: bank})
 
 
 def _plain(value: Any) -> Any:
@@ -236,8 +236,9 @@ class _Loader:
         if public_id is None:
             return None
         if model not in self.keys:
-            field = {Memory: "memory_id", Entity: "entity_id", Observation: "observation_id",
-                     MentalModel: "model_id"}[model]
+            fields: dict[type[models.Model], str] = {Memory: "memory_id", Entity: "entity_id",
+                                                     Observation: "observation_id", MentalModel: "model_id"}
+            field = fields[model]
             self.keys[model] = dict(_bank_rows(self.bank, model).values_list(field, "pk"))
         return self.keys[model].get(public_id)
 

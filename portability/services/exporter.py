@@ -84,9 +84,10 @@ def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, in
     rows = _memories(bank, include_archived) if memories else Memory.objects.none()
     if include_entities:
         # Entities in the order the memory came to mention them, as the SQL-built lines write them.
-        mentioned = Entity.objects.only("name", "entity_type", "aliases").order_by("memoryentity__id")
+        # Each prefetch names the bank: the related rows are otherwise read by their memory's id alone.
+        mentioned = Entity.objects.filter(bank=bank).only("name", "entity_type", "aliases").order_by("memoryentity__id")
         rows = rows.prefetch_related(Prefetch("entities", queryset=mentioned),
-                                     Prefetch("links_out", queryset=MemoryLink.objects.select_related("target")))
+                                     Prefetch("links_out", queryset=MemoryLink.objects.filter(bank=bank).select_related("target")))
     else:
         rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.none()),
                                      Prefetch("links_out", queryset=MemoryLink.objects.none()))
@@ -96,7 +97,7 @@ def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, in
         yield memory_record(memory, include_embeddings=include_embeddings)
     if include_observations:
         observations = Observation.objects.live().filter(bank=bank).order_by("id").prefetch_related(
-            Prefetch("evidence", queryset=ObservationEvidence.objects.order_by("evidence_at")))
+            Prefetch("evidence", queryset=ObservationEvidence.objects.filter(bank=bank).order_by("evidence_at")))
         for observation in observations.iterator(chunk_size=CHUNK):
             yield observation_record(observation)
 

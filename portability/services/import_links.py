@@ -47,7 +47,7 @@ def links_resolve(bank: Bank, memory_ids: Iterable[str]) -> int:
         [MemoryLink(bank=bank, source_id=pks[p.source_memory_id], target_id=pks[p.target_memory_id],
                     link_type=p.link_type, confidence=p.confidence, metadata=p.metadata) for p in ready],
         ignore_conflicts=True)
-    PendingLink.objects.filter(pk__in=[p.pk for p in ready]).delete()
+    PendingLink.objects.filter(bank=bank, pk__in=[p.pk for p in ready]).delete()
     return len(created)
 
 

@@ -117,11 +117,11 @@ class BatchStore:
                                                              "or it was forgotten meanwhile"))
             # The overwritten rows' old mentions go, the batch's mentions come, and every count moves in
             # one pass over the entity rows in id order.
-            deltas = Counter(mentions_take(overwritten))
+            deltas = Counter(mentions_take(self.bank.pk, overwritten))
             deltas.update(attach_entities_batch(self.bank.pk, [
                 (pk, [{"name": e.name, "entity_type": e.entity_type, "aliases": e.aliases} for e in record.entities])
                 for record, pk in stored if record.entities], count=False))
-            mentions_count(dict(deltas))
+            mentions_count(self.bank.pk, dict(deltas))
             links_queue(self.bank, [record for record, _ in stored])
             outcome.links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
             outcome.graph = import_graph_apply(self.bank, stored)

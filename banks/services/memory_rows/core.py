@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from banks.models import Bank, DuplicatePair, Memory, MemoryLink
+from banks.models.bank_scoped import bank_rows_delete
 from banks.models.rows import insert_row
 from banks.services.audit import audit_record
 from banks.services.bulk_memories import COLUMNS, MemoryRow
@@ -64,9 +65,9 @@ def ensure_editable(memory: Memory) -> None:
                        memory_id=memory.memory_id)
 
 
-def _pairs_drop(memory_pks: Sequence[int]) -> None:
+def _pairs_drop(bank_pk: int, memory_pks: Sequence[int]) -> None:
     """Near-duplicate pairs were measured on a text that changed or left the bank."""
-    DuplicatePair.objects.filter(Q(memory_a_id__in=memory_pks) | Q(memory_b_id__in=memory_pks)).delete()
+    DuplicatePair.objects.filter(Q(memory_a_id__in=memory_pks) | Q(memory_b_id__in=memory_pks), bank_id=bank_pk).delete()
 
 
 # --- inserts ----------------------------------------------------------------------------------------
@@ -153,8 +154,8 @@ def row_overwrite(bank: Bank, pk: int, values: dict[str, Any], *, mentions: bool
             if not written:
                 return False
             if mentions:
-                mentions_drop([pk])
-            _pairs_drop([pk])
+                mentions_drop(bank.pk, [pk])
+            _pairs_drop(bank.pk, [pk])
             turn_context_refresh(bank=bank, pks=[pk], text_changed=True)
             _changed("overwrite", bank.pk, [pk])
     except IntegrityError as exc:
@@ -179,21 +180,22 @@ def row_update(memory: Memory, fields: Sequence[str], *, tags_before: Sequence[s
     placed = {"text", "metadata", "created_at", "occurred_at"} & set(fields)
     with transaction.atomic():
         followers = turn_context_followers(bank=memory.bank, pks=[memory.pk]) if placed else []
-        written = Memory.objects.filter(pk=memory.pk, forgotten_at__isnull=True).update(**values, updated_at=now)
+        written = Memory.objects.filter(bank_id=memory.bank_id, pk=memory.pk, forgotten_at__isnull=True).update(
+            **values, updated_at=now)
         if written and "tags" in fields:
             before = list(tags_before if tags_before is not None else [])
             added = [t for t in memory.tags if t not in before]
             removed = [t for t in before if t not in memory.tags] if tags_before is not None else []
             with connection.cursor() as cursor:
                 # Vetted: the statement is a module constant; values are parameters.
-                cursor.execute(f"UPDATE banks_memory SET tags = {_TAGS_CHANGE} WHERE id = %s "  # noqa: S608
-                               "RETURNING tags", [added, removed, memory.pk])
+                cursor.execute(f"UPDATE banks_memory SET tags = {_TAGS_CHANGE} WHERE bank_id = %s "  # noqa: S608
+                               "AND id = %s RETURNING tags", [added, removed, memory.bank_id, memory.pk])
                 memory.tags = list(cursor.fetchone()[0])
         if not written:
             raise Conflict(f"Memory '{memory.memory_id}' was forgotten: a tombstone cannot be edited",
                            memory_id=memory.memory_id)
         if "text" in fields:
-            _pairs_drop([memory.pk])
+            _pairs_drop(memory.bank_id, [memory.pk])
         if placed:
             turn_context_refresh(bank=memory.bank, pks=[memory.pk, *followers], text_changed="text" in fields)
     memory.updated_at = now
@@ -288,16 +290,16 @@ def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = Non
     pks = [pk for pk, _ in rows]
     if not pks:
         return []
-    mentions_drop(pks)
-    _pairs_drop(pks)
-    MemoryLink.objects.filter(source_id__in=pks).update(metadata={})
+    mentions_drop(bank.pk, pks)
+    _pairs_drop(bank.pk, pks)
+    MemoryLink.objects.filter(bank=bank, source_id__in=pks).update(metadata={})
     # The turns after them hold their text in their contexts: read now, refreshed once it is purged.
     followers = turn_context_followers(bank=bank, pks=pks)
     with connection.cursor() as cursor:
         cursor.execute("UPDATE banks_memory SET text = '', embedding = NULL, metadata = '{}'::jsonb, tags = '{}', "
                        "source = NULL, content_hash = '', pii = false, context = NULL, "
-                       "forgotten_at = COALESCE(forgotten_at, %s), updated_at = %s WHERE id = ANY(%s)",
-                       [now, now, pks])
+                       "forgotten_at = COALESCE(forgotten_at, %s), updated_at = %s WHERE bank_id = %s AND id = ANY(%s)",
+                       [now, now, bank.pk, pks])
     turn_context_refresh(bank=bank, pks=followers)
     _changed("erase", bank.pk, pks)
     return [memory_id for _, memory_id in rows]
@@ -307,9 +309,10 @@ def rows_delete(bank: Bank, pks: Sequence[int]) -> int:
     """Remove rows for good (a compliance erasure); their mentions' counters move first."""
     if not pks:
         return 0
-    mentions_drop(pks)
+    mentions_drop(bank.pk, pks)
     followers = turn_context_followers(bank=bank, pks=pks)
-    deleted = Memory.objects.filter(bank=bank, pk__in=list(pks)).delete()[1].get("banks.Memory", 0)
+    # Not QuerySet.delete(): its cascade addresses the links, pairs and evidence by memory id alone.
+    deleted = bank_rows_delete(Memory, bank.pk, list(pks)).get("banks.Memory", 0)
     turn_context_refresh(bank=bank, pks=followers)
     _changed("delete", bank.pk, pks)
     return int(deleted)

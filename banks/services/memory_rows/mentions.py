@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from django.db import connection
 
 
-def mentions_count(deltas: dict[int, int]) -> None:
+def mentions_count(bank_pk: int, deltas: dict[int, int]) -> None:
     """Move each entity's ``mention_count`` by its delta, in one statement, rows locked in id order (two
     writers locking the same entities in different orders would deadlock). NO KEY UPDATE, the lock the
     update itself takes: a plain FOR UPDATE also waits for writers that merely inserted a mention of the
@@ -22,42 +22,43 @@ def mentions_count(deltas: dict[int, int]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count + d.delta, 0) "
-            "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.id = d.id AND e.id IN "
-            "(SELECT id FROM banks_entity WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
-            [pks, [deltas[pk] for pk in pks], pks])
+            "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.bank_id = %s AND e.id = d.id AND e.id IN "
+            "(SELECT id FROM banks_entity WHERE bank_id = %s AND id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
+            [pks, [deltas[pk] for pk in pks], bank_pk, bank_pk, pks])
 
 
-def mentions_drop(memory_pks: Sequence[int]) -> int:
-    """Delete the mentions of ``memory_pks`` and take them off their entities' counts (one statement);
+def mentions_drop(bank_pk: int, memory_pks: Sequence[int]) -> int:
+    """Delete the mentions of ``memory_pks`` (rows of bank ``bank_pk``) and take them off their entities' counts (one statement);
     returns how many mentions went."""
     if not memory_pks:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH gone AS (DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id), "
+            "WITH gone AS (DELETE FROM banks_memoryentity WHERE bank_id = %s AND memory_id = ANY(%s) "
+            "RETURNING entity_id), "
             "counted AS (SELECT entity_id AS id, count(*) AS n FROM gone GROUP BY entity_id), "
-            "locked AS (SELECT e.id FROM banks_entity e WHERE e.id IN (SELECT id FROM counted) "
+            "locked AS (SELECT e.id FROM banks_entity e WHERE e.bank_id = %s AND e.id IN (SELECT id FROM counted) "
             "ORDER BY e.id FOR NO KEY UPDATE) "
             "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count - c.n, 0) FROM counted c "
-            "WHERE e.id = c.id AND e.id IN (SELECT id FROM locked) RETURNING c.n",
-            [list(memory_pks)])
+            "WHERE e.bank_id = %s AND e.id = c.id AND e.id IN (SELECT id FROM locked) RETURNING c.n",
+            [bank_pk, list(memory_pks), bank_pk, bank_pk])
         return sum(int(n) for (n,) in cursor.fetchall())
 
 
-def mentions_take(memory_pks: Sequence[int]) -> dict[int, int]:
-    """Delete the mentions of ``memory_pks`` without counting yet: returns each entity's (negative) change,
+def mentions_take(bank_pk: int, memory_pks: Sequence[int]) -> dict[int, int]:
+    """Delete the mentions of ``memory_pks`` (rows of bank ``bank_pk``) without counting yet: returns each entity's (negative) change,
     which the caller passes to ``mentions_count`` with the rest of its changes (one ordered lock pass
     for a whole import batch) before it commits."""
     if not memory_pks:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM banks_memoryentity WHERE memory_id = ANY(%s) RETURNING entity_id",
-                       [list(memory_pks)])
+        cursor.execute("DELETE FROM banks_memoryentity WHERE bank_id = %s AND memory_id = ANY(%s) RETURNING entity_id",
+                       [bank_pk, list(memory_pks)])
         return {pk: -n for pk, n in Counter(int(row[0]) for row in cursor.fetchall()).items()}
 
 
-def mentions_unlink_pairs(pairs: Sequence[tuple[int, int]]) -> dict[int, int]:
-    """Delete the mentions ``(memory pk, entity pk)`` and take them off their entities' counts (one
+def mentions_unlink_pairs(bank_pk: int, pairs: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """Delete the mentions ``(memory pk, entity pk)`` of bank ``bank_pk`` and take them off their entities' counts (one
     statement each); returns how many mentions each entity lost."""
     if not pairs:
         return {}
@@ -65,10 +66,11 @@ def mentions_unlink_pairs(pairs: Sequence[tuple[int, int]]) -> dict[int, int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM banks_memoryentity me USING unnest(%s::bigint[], %s::bigint[]) AS p(memory_id, entity_id) "
-            "WHERE me.memory_id = p.memory_id AND me.entity_id = p.entity_id RETURNING me.entity_id",
-            [[m for m, _ in ordered], [e for _, e in ordered]])
+            "WHERE me.bank_id = %s AND me.memory_id = p.memory_id AND me.entity_id = p.entity_id "
+            "RETURNING me.entity_id",
+            [[m for m, _ in ordered], [e for _, e in ordered], bank_pk])
         gone = {pk: -n for pk, n in Counter(int(row[0]) for row in cursor.fetchall()).items()}
-    mentions_count(gone)
+    mentions_count(bank_pk, gone)
     return {pk: -n for pk, n in gone.items()}
 
 
@@ -87,7 +89,7 @@ def mentions_link_pairs(bank_pk: int, pairs: Sequence[tuple[int, int]], *, count
             [bank_pk, [m for m, _ in ordered], [e for _, e in ordered]])
         added = dict(Counter(int(row[0]) for row in cursor.fetchall()))
     if count:
-        mentions_count(added)
+        mentions_count(bank_pk, added)
     return added
 
 
@@ -109,7 +111,7 @@ def mentions_link_named(bank_pk: int, pairs: Sequence[tuple[int, str]], *, count
             [bank_pk, ids, bank_pk, [m for m, _ in pairs], [e for _, e in pairs]])
         added = {int(pk): int(n) for pk, n in cursor.fetchall()}
     if count:
-        mentions_count(added)
+        mentions_count(bank_pk, added)
     return added
 
 
@@ -130,7 +132,7 @@ def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str]
     found = [pk for pk, _ in rows]
     linked = [pk for pk, new in rows if new]
     if count:
-        mentions_count(dict.fromkeys(linked, 1))
+        mentions_count(bank_pk, dict.fromkeys(linked, 1))
     return found, linked
 
 

@@ -62,43 +62,50 @@ def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims:
             "embedding = COALESCE(v.embedding::vector, m.embedding), "
             "embedding_model = CASE WHEN v.embedding IS NULL THEN m.embedding_model ELSE %s END, "
             "embedding_dims = CASE WHEN v.embedding IS NULL THEN m.embedding_dims ELSE %s END "
-            "FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) WHERE m.id = v.id",
-            [target.pk, own, timezone.now(), moved, model, dims, moved, fresh])
+            "FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) WHERE m.bank_id = %s AND m.id = v.id",
+            [target.pk, own, timezone.now(), moved, model, dims, moved, fresh, bank.pk])
         cursor.execute("UPDATE banks_memory SET merged_into_id = NULL WHERE bank_id = %s AND merged_into_id = ANY(%s)",
                        [bank.pk, moved])
-        _mentions_move(cursor, target, moved)
-        cursor.execute("UPDATE banks_memorylink SET bank_id = %s WHERE source_id = ANY(%s) AND target_id = ANY(%s)",
-                       [target.pk, moved, moved])
-        cursor.execute("DELETE FROM banks_memorylink WHERE (source_id = ANY(%s) AND NOT target_id = ANY(%s)) "
-                       "OR (target_id = ANY(%s) AND NOT source_id = ANY(%s))", [moved, moved, moved, moved])
-    _pairs_drop(moved)
+        _mentions_move(cursor, bank, target, moved)
+        cursor.execute("UPDATE banks_memorylink SET bank_id = %s WHERE bank_id = %s AND source_id = ANY(%s) "
+                       "AND target_id = ANY(%s)", [target.pk, bank.pk, moved, moved])
+        cursor.execute("DELETE FROM banks_memorylink WHERE bank_id = %s AND ((source_id = ANY(%s) AND NOT "
+                       "target_id = ANY(%s)) OR (target_id = ANY(%s) AND NOT source_id = ANY(%s)))",
+                       [bank.pk, moved, moved, moved, moved])
+    _pairs_drop(bank.pk, moved)
     turn_context_refresh(bank=bank, pks=left_behind)
     turn_context_refresh(bank=target, pks=moved, text_changed=True)
     _changed("move", target.pk, moved, from_bank_pk=bank.pk)
     return [memory_id for _, memory_id in movable], len(pks) - len(movable)
 
 
-def _mentions_move(cursor, target: Bank, moved: list[int]) -> None:  # noqa: ANN001
+def _mentions_move(cursor, bank: Bank, target: Bank, moved: list[int]) -> None:  # noqa: ANN001
     # The target's entities of the same ids, in id order (two writers inserting the same new entities
     # wait for each other in one order).
     cursor.execute(
         "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
         "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, e.aliases, e.metadata, 0, now() "
-        "FROM banks_entity e WHERE e.id IN (SELECT entity_id FROM banks_memoryentity WHERE memory_id = ANY(%s)) "
+        "FROM banks_entity e WHERE e.bank_id = %s AND e.id IN "
+        "(SELECT entity_id FROM banks_memoryentity WHERE bank_id = %s AND memory_id = ANY(%s)) "
         "ORDER BY e.entity_id ON CONFLICT DO NOTHING",
-        [target.pk, moved])
+        [target.pk, bank.pk, bank.pk, moved])
     cursor.execute(
         "UPDATE banks_memoryentity me SET bank_id = %s, entity_id = t.id FROM banks_entity s "
         "JOIN banks_entity t ON t.bank_id = %s AND t.entity_id = s.entity_id "
-        "WHERE me.memory_id = ANY(%s) AND s.id = me.entity_id RETURNING s.id, t.id",
-        [target.pk, target.pk, moved])
-    deltas: Counter[int] = Counter()
+        "WHERE me.bank_id = %s AND me.memory_id = ANY(%s) AND s.bank_id = %s AND s.id = me.entity_id "
+        "RETURNING s.id, t.id",
+        [target.pk, target.pk, bank.pk, moved, bank.pk])
+    lost: Counter[int] = Counter()  # the source bank's entities
+    gained: Counter[int] = Counter()  # the target's
     counterpart: dict[int, int] = {}
     for old, new in cursor.fetchall():
-        deltas[old] -= 1
-        deltas[new] += 1
+        lost[old] -= 1
+        gained[new] += 1
         counterpart[old] = new
-    mentions_count(dict(deltas))
+    # Each bank's counters in a statement naming that bank, the lower bank first: two moves between the
+    # same two banks in opposite directions lock the entity rows in one order, (bank, id).
+    for bank_pk, deltas in sorted([(bank.pk, lost), (target.pk, gained)], key=lambda item: item[0]):
+        mentions_count(bank_pk, dict(deltas))
     if len(counterpart) > 1:
         olds = sorted(counterpart)
         # One statement; in (a, b) order so two moves copying the same edges wait in one order.
@@ -106,9 +113,9 @@ def _mentions_move(cursor, target: Bank, moved: list[int]) -> None:  # noqa: ANN
             "INSERT INTO banks_entitylink (bank_id, entity_a_id, entity_b_id, link_type, evidence, confidence, "
             "metadata, created_at) SELECT %s, a.new, b.new, l.link_type, l.evidence, l.confidence, l.metadata, now() "
             "FROM banks_entitylink l JOIN unnest(%s::bigint[], %s::bigint[]) AS a(old, new) ON a.old = l.entity_a_id "
-            "JOIN unnest(%s::bigint[], %s::bigint[]) AS b(old, new) ON b.old = l.entity_b_id "
+            "JOIN unnest(%s::bigint[], %s::bigint[]) AS b(old, new) ON b.old = l.entity_b_id WHERE l.bank_id = %s "
             "ORDER BY a.new, b.new, l.link_type ON CONFLICT ON CONSTRAINT entity_link_unique DO NOTHING",
-            [target.pk, olds, [counterpart[o] for o in olds], olds, [counterpart[o] for o in olds]])
+            [target.pk, olds, [counterpart[o] for o in olds], olds, [counterpart[o] for o in olds], bank.pk])
 
 
 __all__ = ["rows_move"]

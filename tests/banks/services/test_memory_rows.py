@@ -34,8 +34,8 @@ def test_a_bulk_move_into_a_bank_with_its_own_vector_index_takes_its_tier_mentio
                          target=target)
 
     assert (outcome.touched, outcome.skipped) == (1, 0)
-    moved.refresh_from_db()
-    assert moved.bank_id == target.pk and moved.own_vector_index is True
+    moved = Memory.objects.get(bank=target, pk=moved.pk)  # a reload names the bank, now the target
+    assert moved.own_vector_index is True
     # The target's semantic arm finds it by its own text.
     embedder = bank_embedder(target)
     nearest = nearest_live_memory(target, embedder.embed([moved.text])[0], embedder.dimensions)
