@@ -22,8 +22,8 @@ from banks.access import Principal
 from banks.api import render
 from banks.api.render_live import observation as observation_row
 from banks.models import Bank
-from banks.selectors.mental_models import mental_model_list
-from banks.selectors.observations import observation_list, observation_view
+from banks.selectors.mental_models import mental_models_listed
+from banks.selectors.observations import observation_view, observations_listed
 from banks.selectors.recall import RecallFilters, recall_bank
 from banks.selectors.recall_shaping import RecallOptions, parse_recall_options
 from banks.services.bank_lookup import bank_for, banks_to_read, requested_bank_ids
@@ -127,7 +127,7 @@ def _directive(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list_observations(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:
-    views = observation_list(bank=bank, scope=a.get("scope"), trend=a.get("trend"),
+    views = observations_listed(bank, scope=a.get("scope"), trend=a.get("trend"),
                              limit=max(1, min(int(a.get("limit") or 100), 1000)))
     return {"observations": [observation_row(v) for v in views]}
 
@@ -159,7 +159,7 @@ def _list_models(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]
     return {"models": [{"model_id": m.model_id, "title": m.title, "scope": m.scope, "kind": m.kind,
                         "revision": m.revision, "refreshed_at": m.refreshed_at.isoformat(),
                         "source_count": len(m.source_ids)}
-                       for m in mental_model_list(bank=bank, scope=a.get("scope"))[:1000]]}
+                       for m in mental_models_listed(bank, scope=a.get("scope"))]}
 
 
 def _create_model(bank: Bank, by: Principal, a: dict[str, Any]) -> dict[str, Any]:

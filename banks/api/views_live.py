@@ -17,8 +17,8 @@ from banks.api.schemas_live import (
     ObservationUpdateRequest,
 )
 from banks.models import MentalModel
-from banks.selectors.mental_models import mental_model_list
-from banks.selectors.observations import observation_list, observation_view
+from banks.selectors.mental_models import mental_models_listed
+from banks.selectors.observations import observation_view, observations_listed
 from banks.services.consolidation_jobs import consolidation_start
 from banks.services.directives import directive_create, directive_update
 from banks.services.mental_models import mental_model_delete, mental_model_get
@@ -37,7 +37,7 @@ class ObservationsApi(BankApiView):
     def get(self, request: Request) -> Response:
         query = self.query(request, ObservationListQuery)
         bank = self.bank(request, query.bank_id, "read")
-        views = observation_list(bank=bank, scope=query.scope, trend=query.trend, limit=query.limit,
+        views = observations_listed(bank, scope=query.scope, trend=query.trend, limit=query.limit,
                                  include_invalidated=query.include_invalidated)
         return ok({"observations": [render.observation(v) for v in views]})
 
@@ -90,8 +90,8 @@ class ObservationsConsolidateApi(BankApiView):
 class DirectivesApi(BankApiView):
     def get(self, request: Request) -> Response:
         bank = self.bank(request, self.query(request, BankQuery).bank_id, "read")
-        rows = mental_model_list(bank=bank, kind=DIRECTIVE).order_by("-priority", "created_at")
-        return ok({"directives": [render.directive(d) for d in rows[:1000]]})
+        rows = mental_models_listed(bank, kind=DIRECTIVE, by_priority=True)
+        return ok({"directives": [render.directive(d) for d in rows]})
 
     def post(self, request: Request) -> Response:
         body = self.body(request, DirectiveCreateRequest)

@@ -17,7 +17,7 @@ from banks.api.schemas_live import (
     MentalModelUpdateRequest,
 )
 from banks.models import MentalModel
-from banks.selectors.mental_models import mental_model_list, revision_diff, revision_get, revision_list
+from banks.selectors.mental_models import mental_models_listed, revision_diff, revision_get, revision_list
 from banks.services.mental_models import (
     mental_model_apply_delta,
     mental_model_create,
@@ -36,8 +36,8 @@ class MentalModelsApi(BankApiView):
     def get(self, request: Request) -> Response:
         query = self.query(request, MentalModelListQuery)
         bank = self.bank(request, query.bank_id, "read")
-        rows = mental_model_list(bank=bank, scope=query.scope, kind=query.kind)
-        return ok({"models": [render.mental_model(m) for m in rows[:1000]]})
+        rows = mental_models_listed(bank, scope=query.scope, kind=query.kind)
+        return ok({"models": [render.mental_model(m) for m in rows]})
 
     def post(self, request: Request) -> Response:
         body = self.body(request, MentalModelCreateRequest)

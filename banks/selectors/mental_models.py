@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 
 from banks.models import Bank, MentalModel, MentalModelRevision
 from memoryhub.errors import NotFound
+from memoryhub.replica import tolerates_lag
 
 
 def mental_model_list(*, bank: Bank, scope: str | None = None, kind: str | None = None) -> QuerySet[MentalModel]:
@@ -19,6 +20,18 @@ def mental_model_list(*, bank: Bank, scope: str | None = None, kind: str | None 
     if kind:
         rows = rows.filter(kind=kind)
     return rows.order_by("-refreshed_at", "model_id")
+
+
+@tolerates_lag
+def mental_models_listed(bank: Bank, *, scope: str | None = None, kind: str | None = None,
+                         by_priority: bool = False, limit: int = 1000) -> list[MentalModel]:
+    """The list the API and the agent tools answer with (mental models, or directives by priority): read
+    from the replica when one serves this bank, as recall is (past the bank's own latest write). The
+    operator pages keep ``mental_model_list`` on the primary: they show what was just saved."""
+    rows = mental_model_list(bank=bank, scope=scope, kind=kind)
+    if by_priority:
+        rows = rows.order_by("-priority", "created_at")
+    return list(rows[:limit])
 
 
 def revision_list(*, model: MentalModel) -> QuerySet[MentalModelRevision]:

@@ -9,6 +9,7 @@ from django.db.models import Prefetch, QuerySet
 
 from banks.live.trends import compute_trend
 from banks.models import Bank, Observation, ObservationEvidence
+from memoryhub.replica import tolerates_lag
 
 
 @dataclass
@@ -57,3 +58,11 @@ def observation_list(*, bank: Bank, scope: str | None = None, trend: str | None 
         if len(views) >= limit:
             break
     return views
+
+
+@tolerates_lag
+def observations_listed(bank: Bank, *, scope: str | None = None, trend: str | None = None, limit: int = 100,
+                        include_invalidated: bool = False) -> list[ObservationView]:
+    """``observation_list`` for the API and the agent tools: read from the replica when one serves this
+    bank, as recall is (past the bank's own latest write); the operator pages read the primary."""
+    return observation_list(bank=bank, scope=scope, trend=trend, limit=limit, include_invalidated=include_invalidated)

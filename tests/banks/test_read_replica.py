@@ -171,3 +171,35 @@ def test_an_unreachable_replica_is_stepped_around_and_set_aside(dead_replica, ap
     assert _recall_texts(api) == [PRIMARY_TEXT]
     replica._replica_down_until = 0.0
     assert replica.replica_in_use()  # tried again once the time is up
+
+
+@pytest.mark.django_db(databases=[DEFAULT_DB_ALIAS, REPLICA_ALIAS])
+def test_observation_directive_and_mental_model_lists_answer_from_the_replica(replica_database, api, bank,
+                                                                              operator_client):
+    from banks.models import MentalModel, Observation
+    from banks.services.directives import directive_create
+    from banks.services.mental_models import mental_model_create
+    from banks.services.observations import observation_create
+
+    observation_create(bank=bank, text="The primary's observation.", actor="test")
+    directive_create(bank=bank, rule_text="The primary's directive.", actor="test", directive_id="d-primary")
+    mental_model_create(bank=bank, model_id="m-primary", title="Primary model", actor="test", content="# P")
+    Bank.objects.using(REPLICA_ALIAS).create(pk=bank.pk, bank_id=bank.bank_id, name=bank.name)
+    now = timezone.now()
+    Observation.objects.using(REPLICA_ALIAS).create(bank_id=bank.pk, observation_id="o-replica",
+                                                    text="The replica's observation.", created_at=now, updated_at=now)
+    for model_id, kind in (("d-replica", MentalModel.Kind.DIRECTIVE), ("m-replica", MentalModel.Kind.GENERAL)):
+        MentalModel.objects.using(REPLICA_ALIAS).create(bank_id=bank.pk, model_id=model_id, kind=kind,
+                                                        title=model_id, refreshed_at=now, created_at=now)
+
+    observations = api.get("/v1/observations", {"bank_id": "user-alice"}).json()["observations"]
+    assert [o["text"] for o in observations] == ["The replica's observation."]
+    directives = api.get("/v1/directives", {"bank_id": "user-alice"}).json()["directives"]
+    assert [d["model_id"] for d in directives] == ["d-replica"]
+    models = api.get("/v1/mental-models", {"bank_id": "user-alice"}).json()["models"]
+    assert {m["model_id"] for m in models} == {"d-replica", "m-replica"}
+    # A single row by its id, and the operator pages, still read the primary.
+    assert api.get("/v1/directives/d-primary", {"bank_id": "user-alice"}).status_code == 200
+    operator_client.force_login(_superuser())
+    page = operator_client.get("/banks/user-alice/observations/").content.decode()
+    assert "primary&#x27;s observation" in page or "primary's observation" in page
