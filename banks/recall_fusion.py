@@ -48,6 +48,8 @@ class RecallConfig:
     # A caller paging through one question (the memory list's search) asks every page of the same number
     # of candidates per arm, so the candidates fused, and the total it shows, do not change per page.
     fixed_candidates: int = 0
+    # The weights the bank set itself (the others are the defaults, which vector_weights may scale).
+    weights_set: tuple[str, ...] = ()
 
     def candidates(self, max_results: int) -> int:
         if self.fixed_candidates:
@@ -61,9 +63,11 @@ class RecallConfig:
         raw.update({k: v for k, v in overrides.items() if v is not None})
         arms = tuple(a for a in raw.get("arms", cls.arms) if a in ARM_NAMES) or cls.arms
         weights = dict(DEFAULT_WEIGHTS)
+        weights_set: list[str] = []
         for name, value in (raw.get("weights") or {}).items():
             if name in ARM_NAMES + HOP_NAMES and isinstance(value, int | float) and value >= 0:
                 weights[name] = float(value)
+                weights_set.append(name)
         rrf_k = raw.get("rrf_k", DEFAULT_RRF_K)
         depth = raw.get("depth", DEFAULT_DEPTH)
         # "rerank": true, or {"enabled": true, "candidates": 30}
@@ -81,6 +85,7 @@ class RecallConfig:
             expand=raw.get("expand", False) is True,
             include_directives=raw.get("include_directives", True) is not False,
             multi_hop=raw.get("multi_hop", True) is not False,
+            weights_set=tuple(weights_set),
         )
 
     def as_settings(self) -> dict[str, Any]:
@@ -88,6 +93,17 @@ class RecallConfig:
                 "time_aware": self.time_aware,
                 "rerank": {"enabled": self.rerank, "candidates": self.rerank_depth}, "expand": self.expand,
                 "include_directives": self.include_directives, "multi_hop": self.multi_hop}
+
+
+def vector_weights(config: RecallConfig, fusion_weight: float) -> dict[str, float]:
+    """The fusion weights for a bank whose embedder declares ``fusion_weight`` (how far its vectors are
+    to be trusted beside the keyword arm: 1 for a language model, less for the hashing embedder): the
+    semantic arm's default weight scaled by it. Not the temporal arm's, though it orders by the same
+    vectors: its evidence is the window the question names (memories outside it are not in its list),
+    whatever the embedder. A weight the bank set itself is kept as set."""
+    if fusion_weight == 1.0 or "semantic" in config.weights_set:
+        return config.weights
+    return {**config.weights, "semantic": config.weights["semantic"] * fusion_weight}
 
 
 @dataclass

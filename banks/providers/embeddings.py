@@ -87,6 +87,13 @@ def embedder_available(embedder: Embedder) -> bool:
 
 
 class HashingEmbedder:
+    # How far recall trusts this embedder's vectors beside the keyword arm (banks.recall_fusion
+    # .vector_weights). Hashed words and their pieces are the keyword arm's own evidence again, with
+    # collisions, not meaning (recall@10 0.45 alone where BM25 has 0.75 on bench/recall_quality.py).
+    # Weighted like a model, its ranks pulled the fused hybrid below the keyword arm alone (0.708 <
+    # 0.753); at half weight it is level with it there and above it on the regression sample.
+    fusion_weight = 0.5
+
     def __init__(self, dimensions: int = 384) -> None:
         self.dimensions = dimensions
         self.name = f"hashing-{dimensions}"

@@ -22,7 +22,7 @@ from banks.content import estimate_tokens
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import embedder_available
-from banks.recall_fusion import HOP_NAMES, RecallConfig, rrf_fuse
+from banks.recall_fusion import HOP_NAMES, RecallConfig, rrf_fuse, vector_weights
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
 from banks.selectors.recall_exact import semantic_plan
@@ -291,8 +291,9 @@ def recall_memories(
         trace.vector_index = state
         trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.
-    fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=config.weights),
-                                             layer_weights)
+    # A weak embedder's semantic arm counts for less (banks.recall_fusion.vector_weights).
+    weights = vector_weights(config, getattr(embedder, "fusion_weight", 1.0))
+    fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=weights), layer_weights)
     hop_from: dict[int, int] = {}
     if config.multi_hop and fused:
         started = time.perf_counter()
@@ -304,8 +305,8 @@ def recall_memories(
             trace.strategy_candidate_counts[name] = len(pks)
             trace.strategies_used.append(name)
         if hops:
-            fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=config.weights),
-                                             layer_weights)
+            fused = recall_shaping.weigh_fused(bank.pk, rrf_fuse(ranked, k=config.rrf_k, weights=weights),
+                                               layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
     rerank_note: dict[str, Any] = {}
     fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from banks.providers.embeddings import HashingEmbedder
 from banks.recall_eval import PlainBM25, metrics
-from banks.recall_fusion import RecallConfig, rrf_fuse
+from banks.recall_fusion import RecallConfig, rrf_fuse, vector_weights
 from banks.recall_time import parse_time_window
 
 REF = datetime(2023, 5, 28, 19, 47, tzinfo=UTC)  # a Sunday
@@ -54,3 +55,15 @@ def test_metrics_and_the_textbook_bm25():
     bm25 = PlainBM25({"1": "the cat sat", "2": "the dog sat on the mat", "3": "a zebra"})
     assert set(bm25.rank("zebra cat")) == {"1", "3"}
     assert bm25.rank("the") == ["2", "1"]
+
+
+def test_a_weak_embedders_vector_arms_count_for_less_unless_the_bank_set_them():
+    hashing = HashingEmbedder().fusion_weight
+    assert 0 < hashing < 1
+    weights = vector_weights(RecallConfig.from_settings({}), hashing)
+    assert weights["semantic"] == 1.0 * hashing
+    # The other arms as they were: the temporal arm's evidence is the window, whatever the vectors.
+    assert weights["keyword"] == 1.5 and weights["temporal"] == 0.5 and weights["hop"] == 0.3
+    chosen = vector_weights(RecallConfig.from_settings({"weights": {"semantic": 0.8}}), hashing)
+    assert chosen["semantic"] == 0.8
+    assert vector_weights(RecallConfig.from_settings({}), 1.0) == RecallConfig().weights

@@ -118,12 +118,17 @@ class TestRecall:
         body = api.post("/v1/recall", {"query": "dark-mode UI", "bank_id": "user-alice"}).json()
         top = body["hits"][0]
         # Weighted RRF: the sum over the arms that found it of weight / (k + rank there).
-        from banks.recall_fusion import DEFAULT_RRF_K, DEFAULT_WEIGHTS
+        # The semantic arm's weight scaled by how far the bank's embedder is trusted (recall_fusion.vector_weights).
+        from banks.models import Bank
+        from banks.providers import bank_embedder
+        from banks.recall_fusion import DEFAULT_RRF_K, RecallConfig, vector_weights
 
         assert top["memory_id"] == memories["ui"]
         ranks = body["trace"]["hit_ranks"][0]["arm_ranks"]
         assert len(ranks) >= 2 and ranks["semantic"] == ranks["keyword"] == 1
-        expected = sum(DEFAULT_WEIGHTS[arm] / (DEFAULT_RRF_K + rank) for arm, rank in ranks.items())
+        embedder = bank_embedder(Bank.objects.get(bank_id="user-alice"))
+        weights = vector_weights(RecallConfig(), getattr(embedder, "fusion_weight", 1.0))
+        expected = sum(weights[arm] / (DEFAULT_RRF_K + rank) for arm, rank in ranks.items())
         assert top["score"] == pytest.approx(expected, abs=1e-6)
 
     def test_tag_filter(self, api, memories):
