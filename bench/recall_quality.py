@@ -4,10 +4,13 @@
     .venv/bin/python bench/recall_quality.py --data DIR --questions 120 --embedders minilm,hashing
     MEMORYHUB_RERANK=http MEMORYHUB_RERANK_URL=... .venv/bin/python bench/recall_quality.py --stages
 
-The committed data: ``tests/fixtures/recall_sample.json`` (18 LongMemEval questions) and
+The committed data: ``tests/fixtures/recall_sample.json`` (18 LongMemEval questions),
 ``tests/fixtures/recall_invented.json`` (20 questions over conversations invented for this project:
-short replies that need the turn before them, questions joining two facts, "when" questions; their
-kinds are shown as "invented <kind>"), pooled into one bank. DIR holds LongMemEval instances (one
+short replies that need the turn before them, questions joining two facts, "when" questions) and
+``tests/fixtures/recall_multihop_invented.json`` (10 harder two-fact questions, also invented: the
+second fact shares none of the question's words, only a person's name with the first ("entity join")
+or its place in the session ("session join"), among turns that share the question's words), pooled
+into one bank; the invented kinds are shown as "invented <kind>". DIR holds LongMemEval instances (one
 JSON file each, or one JSON list) and replaces the sample. Every turn is stored as one memory that
 occurred at its session date, in its session (``metadata.session_id``), in two banks per embedder:
 one indexing every turn with its context (banks.turn_context, the default) and one without; every
@@ -63,6 +66,7 @@ from bench.quality_banks import build_bank  # noqa: E402
 
 SAMPLE = REPO / "tests" / "fixtures" / "recall_sample.json"
 INVENTED = REPO / "tests" / "fixtures" / "recall_invented.json"
+MULTIHOP = REPO / "tests" / "fixtures" / "recall_multihop_invented.json"
 ALONE = {"time_aware": False, "multi_hop": False}
 CONFIGS: dict[str, dict[str, Any]] = {
     "semantic": {"arms": ["semantic"], **ALONE},
@@ -88,9 +92,11 @@ def committed_corpus() -> Corpus:
     """The LongMemEval sample and the invented conversations, pooled (their kinds kept apart)."""
     sample = build_corpus(load_instances(SAMPLE))
     invented = build_corpus(load_instances(INVENTED), max_sessions=50)
-    for question in invented.questions:
+    hard = build_corpus(load_instances(MULTIHOP), max_sessions=50)
+    for question in invented.questions + hard.questions:
         question.category = f"invented {question.category}"
-    return Corpus(turns={**sample.turns, **invented.turns}, questions=sample.questions + invented.questions)
+    return Corpus(turns={**sample.turns, **invented.turns, **hard.turns},
+                  questions=sample.questions + invented.questions + hard.questions)
 
 
 Result = tuple[dict, list[float] | None, dict[str, list[float]]]
