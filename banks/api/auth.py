@@ -14,7 +14,7 @@ from rest_framework.request import Request
 
 from banks.access import Principal, principal_for_token
 from banks.models import ApiToken
-from banks.models.rows import first_row
+from banks.selectors.token_rows import token_row
 
 TOKEN_PREFIX = "mh_"  # noqa: S105  (a public marker, not a secret)
 # Writing last_used_at on every request would turn reads into writes; once a minute is plenty.
@@ -40,7 +40,7 @@ def token_lookup(raw: str) -> ApiToken | None:
     if parts is None:
         return None
     prefix, full = parts
-    token = first_row(ApiToken, "prefix = %s", [prefix])
+    token = token_row(prefix)
     # Compare even when no row matched, so timing does not tell whether a prefix exists.
     expected = token.secret_hash if token else "0" * 64
     if not hmac.compare_digest(expected, hash_secret(full)) or token is None:
@@ -83,6 +83,8 @@ class ApiTokenAuthentication(BaseAuthentication):
             raise AuthenticationFailed("Token expired")
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            # The row may be kept for the next requests (token_rows): they need not write it again.
+            token.last_used_at = now
         return TokenUser(principal_for_token(token)), token
 
     def authenticate_header(self, request: Request) -> str:

@@ -35,6 +35,10 @@ class TtlMemo:
                     self._values.pop(old, None)
             self._values[key] = (time.monotonic() + self.seconds, value)
 
+    def forget(self, key: Any) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._values.clear()

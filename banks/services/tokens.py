@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import datetime
+from functools import partial
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from banks.access import Principal, normalise_permissions
 from banks.api.auth import TOKEN_PREFIX, hash_secret
 from banks.models import ApiToken
+from banks.selectors.token_rows import token_row_forget
 from banks.services.audit import audit_record
 from memoryhub.errors import AccessDenied, InvalidInput
 
@@ -96,6 +99,9 @@ def token_revoke(*, token: ApiToken, actor: str, reason: str = "", by: Principal
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        # Now, and again once committed: a request of this process reading the row meanwhile kept the old one.
+        token_row_forget(token.prefix)
+        transaction.on_commit(partial(token_row_forget, token.prefix))
         audit_record(actor=actor, action="token.revoke", target_ids=[token.prefix], reason=reason,
                      details={"name": token.name})
     return token
