@@ -334,6 +334,9 @@ MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", 1)
 MEMORYHUB_MINILM_RUNTIME = env_str("MEMORYHUB_MINILM_RUNTIME", "auto")
 # Usage counters are written by a background thread this often (0: in the request; banks.services.usage).
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_float("MEMORYHUB_USAGE_FLUSH_SECONDS", 1.0)
+# A fresh install with N > 0 creates the bank tables hash-partitioned by bank_id into N partitions, so
+# PostgreSQL refuses any key without bank_id, as Citus would (banks migration 0034, docs/scaling.md). Off: 0.
+MEMORYHUB_BANK_PARTITIONS = env_int("MEMORYHUB_BANK_PARTITIONS", 0)
 # An import of this many memories or more moves the bank onto its own HNSW index, built after the
 # load (docs/scaling.md); the build's memory and parallel workers (session settings, for that build only).
 MEMORYHUB_OWN_VECTOR_INDEX_MIN = env_int("MEMORYHUB_OWN_VECTOR_INDEX_MIN", 20_000)

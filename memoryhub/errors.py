@@ -8,6 +8,7 @@ is what Astrocyte's gateway sends, ``error`` what its documentation promises.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -134,7 +135,17 @@ def violated_constraint(exc: BaseException) -> str | None:
     """The name of the constraint an IntegrityError reports (from the driver's diagnostics, not its message)."""
     cause = exc.__cause__ or exc
     diag = getattr(cause, "diag", None)
-    return getattr(diag, "constraint_name", None)
+    name: str | None = getattr(diag, "constraint_name", None)
+    # On a partitioned install (MEMORYHUB_BANK_PARTITIONS) the partition's copy of the constraint is the
+    # one violated; it carries the partition's suffix (memory_id_unique_per_bank_p0 on banks_memory_p0).
+    table: str | None = getattr(diag, "table_name", None)
+    suffix = _PARTITION_SUFFIX.search(table or "")
+    if name and suffix and name.endswith(suffix.group(0)):
+        return name[: -len(suffix.group(0))]
+    return name
+
+
+_PARTITION_SUFFIX = re.compile(r"_p\d+$")
 
 
 # SQLSTATEs of a transaction that lost to a concurrent one (deadlock, lock timeout, serialization

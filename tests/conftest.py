@@ -162,3 +162,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     bank_routing.summary(terminalreporter, config)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """The partitioned run (MEMORYHUB_BANK_PARTITIONS, make test) proves something only if the test
+    database really is partitioned: a conversion that did nothing stops the run here."""
+    from django.conf import settings
+    from django.db import connection
+
+    if not settings.MEMORYHUB_BANK_PARTITIONS:
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass")
+        assert cursor.fetchone()[0] == "p", "MEMORYHUB_BANK_PARTITIONS is set but banks_memory is not partitioned"

@@ -52,8 +52,8 @@ def varied_bank(make_bank):
                                   aliases=["Al", "アリス"])
     acme = Entity.objects.create(bank=bank, entity_id="e2", name="Acme", entity_type="ORG")
     for memory in rows[::4]:
-        MemoryEntity.objects.create(memory=memory, entity=acme)
-        MemoryEntity.objects.create(memory=memory, entity=alice)
+        MemoryEntity.objects.create(bank=bank, memory=memory, entity=acme)
+        MemoryEntity.objects.create(bank=bank, memory=memory, entity=alice)
     MemoryLink.objects.create(bank=bank, source=rows[1], target=rows[2], link_type="related", confidence=1.0)
     MemoryLink.objects.create(bank=bank, source=rows[1], target=rows[3], link_type="caused_by", confidence=0.25,
                               metadata={"why": "ça", "w": 0.5})
