@@ -65,8 +65,11 @@ def tag_scope(bank_pk: int, dims: int, tag: str, alias: str = "") -> str:
     return _predicate(bank_pk, dims, tag, alias).replace("%", "%%")
 
 
-def tag_index_sql(index_pk: int, bank_pk: int, dims: int, tag: str, *, concurrently: bool) -> str:
-    """The tag's index; the statement runs without parameters (its ``%`` stays as it is)."""
+def tag_index_sql(index_pk: int, bank_pk: int, dims: int, tag: str, *, concurrently: bool,
+                  table: str = "banks_memory") -> str:
+    """The tag's index; the statement runs without parameters (its ``%`` stays as it is).
+
+    ``table``: the bank's partition on a partitioned install (banks.partitions.bank_partition)."""
     how = "CONCURRENTLY " if concurrently else ""
-    return (f"CREATE INDEX {how}IF NOT EXISTS {tag_index_name(index_pk)} ON banks_memory USING hnsw "
+    return (f"CREATE INDEX {how}IF NOT EXISTS {tag_index_name(index_pk)} ON {table} USING hnsw "
             f"((embedding::vector({int(dims)})) vector_cosine_ops) WHERE {_predicate(bank_pk, dims, tag)}")

@@ -52,10 +52,12 @@ def bank_index_name(bank_pk: int) -> str:
     return f"memory_hnsw_bank_{int(bank_pk)}"
 
 
-def bank_index_sql(bank_pk: int, dims: int, *, concurrently: bool) -> str:
-    """A bank's own partial HNSW index; its predicate is what ``vector_scope`` adds for that bank."""
+def bank_index_sql(bank_pk: int, dims: int, *, concurrently: bool, table: str = "banks_memory") -> str:
+    """A bank's own partial HNSW index; its predicate is what ``vector_scope`` adds for that bank.
+
+    ``table``: the bank's partition on a partitioned install (banks.partitions.bank_partition)."""
     how = "CONCURRENTLY " if concurrently else ""
-    return (f"CREATE INDEX {how}IF NOT EXISTS {bank_index_name(bank_pk)} ON banks_memory USING hnsw "
+    return (f"CREATE INDEX {how}IF NOT EXISTS {bank_index_name(bank_pk)} ON {table} USING hnsw "
             f"((embedding::vector({int(dims)})) vector_cosine_ops) "
             f"WHERE bank_id = {int(bank_pk)} AND embedding_dims = {int(dims)} AND own_vector_index")
 

@@ -20,6 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from banks.models import Bank, BankTagIndex, BankTextStatistics
+from banks.partitions import bank_partition
 from banks.providers import bank_embedder
 from banks.services.index_builds import index_build_settings
 from banks.services.locks import BANK_LOAD_LOCK, TAG_INDEX_LOCK, bank_lock_key
@@ -88,7 +89,8 @@ def _build(index: BankTagIndex) -> bool:
                                f"{tag_index_name(index.pk)}")
             with index_build_settings(cursor):
                 cursor.execute(tag_index_sql(index.pk, index.bank_id, index.dimensions, index.tag,
-                                             concurrently=concurrently))
+                                             concurrently=concurrently,
+                                             table=bank_partition("banks_memory", index.bank_id)))
         finally:
             _unlock(cursor, BANK_LOAD_LOCK, index.bank_id)
     BankTagIndex.objects.filter(pk=index.pk).update(built_at=timezone.now())

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from banks.models import Bank, Memory
+from banks.partitions import bank_partition
 from banks.providers import bank_embedder
 from banks.services.index_builds import index_build_settings
 from banks.services.locks import BANK_LOAD_LOCK, VECTOR_INDEX_LOCK, bank_lock_key
@@ -149,7 +150,8 @@ def bank_vector_index_build(bank: Bank, alive: Callable[[], None] | None = None)
         if row:  # left invalid by an interrupted concurrent build, or for vectors of another size
             cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
         with index_build_settings(cursor):
-            cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently))
+            cursor.execute(bank_index_sql(bank.pk, dims, concurrently=concurrently,
+                                          table=bank_partition("banks_memory", bank.pk)))
     logger.info("built vector index %s for bank %s", name, bank.bank_id)
     return True
 

@@ -1,0 +1,104 @@
+"""The partitioned install (banks migration 0034, ``MEMORYHUB_BANK_PARTITIONS``; docs/scaling.md "The
+partitioned install"): the bank tables hash-partitioned by bank_id keep their columns, keys, indexes and
+triggers, PostgreSQL refuses a key without bank_id, and a bank's own vector index goes on its partition.
+
+Each test converts the (empty) test database inside its own transaction, rolled back after it; in the
+partitioned run (MEMORYHUB_BANK_PARTITIONS=4, make test) the tables are partitioned already."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+from django.db.utils import NotSupportedError
+
+from banks.models import Bank, Memory
+from banks.partitions import bank_partition
+from banks.selectors.recall import recall_memories
+from banks.services.memories import memory_retain
+from banks.services.vector_indexes import bank_vector_index_adopt, bank_vector_index_build
+from banks.vectors import bank_index_name
+
+conversion = importlib.import_module("banks.migrations.0034_bank_partitions")
+
+
+def _partition(settings: Any) -> None:
+    settings.MEMORYHUB_BANK_PARTITIONS = settings.MEMORYHUB_BANK_PARTITIONS or 4
+    conversion.partition_bank_tables(None, connection.schema_editor())
+
+
+def _one(sql: str, params: list[Any] | None = None) -> Any:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def test_the_bank_tables_are_partitioned_by_bank_and_keep_keys_indexes_and_triggers(db: None, settings: Any) -> None:
+    _partition(settings)
+    for table in conversion.TABLES:
+        assert _one("SELECT relkind FROM pg_class WHERE oid = %s::regclass", [table]) == "p", table
+        assert _one("SELECT pg_get_partkeydef(%s::regclass)", [table]) == "HASH (bank_id)"
+        assert _one("SELECT count(*) FROM pg_inherits WHERE inhparent = %s::regclass", [table]) \
+            == settings.MEMORYHUB_BANK_PARTITIONS
+    assert _one("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'banks_memory_pkey'") \
+        == "PRIMARY KEY (bank_id, id)"
+    assert _one("SELECT count(*) FROM pg_constraint WHERE conrelid = 'banks_memoryentity'::regclass "
+                "AND contype = 'f' AND conparentid = 0 AND pg_get_constraintdef(oid) LIKE 'FOREIGN KEY (bank_id, %%'") == 2
+    triggers = _one("SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger "
+                    "WHERE tgrelid = 'banks_memory'::regclass AND NOT tgisinternal")
+    assert {"memory_search_context", "memory_session_key", "memory_vector_index_tier"} <= set(triggers)
+    # The shared graph: one HNSW index per partition, each named after the parent's.
+    assert _one("SELECT count(*) FROM pg_inherits WHERE inhparent = 'memory_hnsw_384'::regclass") \
+        == settings.MEMORYHUB_BANK_PARTITIONS
+    assert _one("SELECT to_regclass('memory_hnsw_384_p0') IS NOT NULL")
+    # What Citus refuses, PostgreSQL now refuses: a unique key without the distribution column.
+    with pytest.raises(NotSupportedError, match="partitioning columns"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE UNIQUE INDEX memory_id_alone ON banks_memory (id)")
+
+
+def test_writes_and_recall_work_and_a_banks_own_index_is_built_on_its_partition(
+        db: None, settings: Any, make_bank: Callable[..., Bank]) -> None:
+    _partition(settings)
+    bank = make_bank("partitioned")
+    memory = memory_retain(bank=bank, text="the heron waits at the pier at dawn", actor="test",
+                           metadata={"session_id": "s-1"}).memory
+    assert memory is not None
+    partition = bank_partition("banks_memory", bank.pk)
+    assert partition.startswith("banks_memory_p")
+    assert _one("SELECT tableoid::regclass::text FROM banks_memory WHERE bank_id = %s AND id = %s",
+                [bank.pk, memory.pk]) == partition
+    hits, *_ = recall_memories(bank, "heron pier", max_results=5, arms=("keyword",))
+    assert [h.memory_id for h in hits] == [memory.memory_id]
+
+    bank_vector_index_adopt(bank)
+    with connection.cursor() as cursor:  # the retain's deferred key checks, before an index is built
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    assert bank_vector_index_build(bank)
+    assert _one("SELECT indrelid::regclass::text FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                [bank_index_name(bank.pk)]) == partition
+    assert Memory.objects.filter(bank=bank).count() == 1
+
+
+def test_an_install_holding_rows_is_refused_and_left_as_it_was(db: None, settings: Any,
+                                                               make_bank: Callable[..., Bank]) -> None:
+    memory_retain(bank=make_bank("full"), text="a memory already here", actor="test")
+    kind = _one("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass")
+    settings.MEMORYHUB_BANK_PARTITIONS = 4
+    if kind == "p":  # the partitioned run: there is nothing left to convert, and nothing is touched
+        conversion.partition_bank_tables(None, connection.schema_editor())
+    else:
+        with pytest.raises(conversion.PartitionRefused, match="fresh install only.*banks_memory"):
+            conversion.partition_bank_tables(None, connection.schema_editor())
+    assert _one("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass") == kind
+
+
+def test_with_the_setting_off_nothing_changes(db: None, settings: Any) -> None:
+    kind = _one("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass")
+    settings.MEMORYHUB_BANK_PARTITIONS = 0
+    conversion.partition_bank_tables(None, connection.schema_editor())
+    assert _one("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass") == kind
