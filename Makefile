@@ -26,9 +26,19 @@ chromium:
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	    else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
 
+# The second run: the same tests of the API, services, portability, curation and the vector-index tiers on a
+# database whose bank tables are hash-partitioned by bank_id (docs/scaling.md, "The partitioned install").
+PARTITIONED_TESTS := tests/banks/api tests/banks/services tests/portability tests/curation \
+	tests/banks/test_bank_partitions.py tests/banks/test_bank_vector_index.py tests/banks/test_tag_indexes.py \
+	tests/banks/test_recall_indexes.py
+# Each deselected test is listed with its reason in docs/scaling.md.
+PARTITIONED_DESELECT := \
+	--deselect tests/banks/test_bank_vector_index.py::test_recall_walks_a_banks_own_index_wider_than_the_shared_one
+
 test: $(STAMP) chromium
 	$(VENV)/bin/mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
+	MEMORYHUB_BANK_PARTITIONS=4 $(PY) -m pytest $(PARTITIONED_TESTS) $(PARTITIONED_DESELECT) -m "not browser"
 
 # Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
 # Import/export beside PostgreSQL's own COPY and index build, recall over HTTP on the imported bank and

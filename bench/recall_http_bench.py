@@ -27,7 +27,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / "bench"))
+# MEMORYHUB_BANK_PARTITIONS=N: a partitioned install of its own (docs/scaling.md "The partitioned install").
+_PARTITIONS = int(os.environ.get("MEMORYHUB_BANK_PARTITIONS") or 0)
+os.environ.setdefault("MEMORYHUB_VAR_DIR", str(REPO / "var" / (f"bench-partitions-{_PARTITIONS}" if _PARTITIONS
+                                                              else "bench")))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The figures measure storage, not a model: the hashing embedder unless told otherwise.
 os.environ.setdefault("MEMORYHUB_EMBEDDINGS", "hashing")
@@ -181,8 +184,12 @@ def prewarm_memories() -> int:
     """Load banks_memory and every index on it into shared buffers (pg_prewarm); returns the pages read."""
     with connection.cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        cursor.execute("SELECT pg_prewarm('banks_memory') + coalesce((SELECT sum(pg_prewarm(indexrelid)) "
-                       "FROM pg_index WHERE indrelid = 'banks_memory'::regclass), 0)")
+        # Every partition of a partitioned install; an unpartitioned table has no tree: itself.
+        cursor.execute("WITH leaf AS (SELECT relid FROM pg_partition_tree('banks_memory') WHERE isleaf "
+                       "UNION ALL SELECT 'banks_memory'::regclass "
+                       "WHERE NOT EXISTS (SELECT FROM pg_partition_tree('banks_memory'))) "
+                       "SELECT (SELECT sum(pg_prewarm(relid)) FROM leaf) + coalesce((SELECT sum(pg_prewarm(indexrelid)) "
+                       "FROM pg_index WHERE indrelid IN (SELECT relid FROM leaf)), 0)")
         return int(cursor.fetchone()[0])
 
 
@@ -199,6 +206,8 @@ def shared_graph_dropped(dims: int):  # noqa: ANN201  (returns the rebuild)
             raise SystemExit(f"{name} is missing (an earlier --bulk-shared-graph run stopped before building it): "
                              "start again from a fresh MEMORYHUB_VAR_DIR")
         cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    # On a partitioned install the parent's definition says ON ONLY (the parent alone): built on every partition.
+    definition = definition.replace(" ON ONLY ", " ON ", 1)
 
     def rebuild() -> None:
         with connection.cursor() as cursor, index_build_settings(cursor):
@@ -251,6 +260,10 @@ def main() -> None:
                         help="measure without the big tags' own vector indexes (dropping any built)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'banks_memory'::regclass")
+        print(f"bank tables: {cursor.fetchone()[0] or 'not'} partitioned (MEMORYHUB_VAR_DIR "
+              f"{os.environ['MEMORYHUB_VAR_DIR']})", flush=True)
     tenants: list[Bank] = []
     if args.bank:
         bank = Bank.objects.get(bank_id=args.bank)
