@@ -19,6 +19,7 @@ from django.db.backends.postgresql import base, features
 from django.db.models import Model
 
 from memoryhub.embedded import EMBEDDED_PGDATA_MARK
+from memoryhub.postgres.schema import DatabaseSchemaEditor
 
 
 class DatabaseFeatures(features.DatabaseFeatures):
@@ -34,6 +35,7 @@ class DatabaseFeatures(features.DatabaseFeatures):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     features_class = DatabaseFeatures
+    SchemaEditorClass = DatabaseSchemaEditor
 
     def get_connection_params(self) -> dict[str, Any]:
         if pgdata := self.settings_dict.get("OPTIONS", {}).get(EMBEDDED_PGDATA_MARK):

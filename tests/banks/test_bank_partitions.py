@@ -102,3 +102,47 @@ def test_with_the_setting_off_nothing_changes(db: None, settings: Any) -> None:
     settings.MEMORYHUB_BANK_PARTITIONS = 0
     conversion.partition_bank_tables(None, connection.schema_editor())
     assert _one("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass") == kind
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_migrations_concurrent_index_is_built_on_a_partitioned_table() -> None:
+    """AddIndexConcurrently / RemoveIndexConcurrently (how every migration adds an index) on a table
+    partitioned by bank: PostgreSQL refuses CONCURRENTLY there, the schema editor builds it per partition."""
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE scratch_partitioned (bank_id bigint NOT NULL, id bigint NOT NULL, note text) "
+                       "PARTITION BY HASH (bank_id)")
+        for remainder in range(2):
+            cursor.execute(f"CREATE TABLE scratch_partitioned_p{remainder} PARTITION OF scratch_partitioned "
+                           f"FOR VALUES WITH (MODULUS 2, REMAINDER {remainder})")
+    try:
+        with isolate_apps("banks"):
+            class Scratch(models.Model):
+                bank_id = models.BigIntegerField()
+                note = models.TextField(blank=True)
+
+                class Meta:
+                    app_label = "banks"
+                    db_table = "scratch_partitioned"
+                    managed = False
+
+                def __str__(self) -> str:
+                    return self.note
+
+            index = models.Index(fields=["bank_id", "note"], name="scratch_note_idx",
+                                 condition=~models.Q(note=""))
+            with connection.schema_editor(atomic=False) as editor:
+                editor.add_index(Scratch, index, concurrently=True)
+            assert _one("SELECT indisvalid FROM pg_index WHERE indexrelid = 'scratch_note_idx'::regclass")
+            assert _one("SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_inherits i "
+                        "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'scratch_note_idx'::regclass") \
+                == ["scratch_note_idx_p0", "scratch_note_idx_p1"]
+            assert "WHERE (NOT (note = ''::text))" in _one("SELECT pg_get_indexdef('scratch_note_idx_p1'::regclass)")
+            with connection.schema_editor(atomic=False) as editor:
+                editor.remove_index(Scratch, index, concurrently=True)
+            assert _one("SELECT to_regclass('scratch_note_idx') IS NULL")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE IF EXISTS scratch_partitioned")
