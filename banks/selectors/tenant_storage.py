@@ -42,8 +42,11 @@ def _measure(table: str, bank_pks: list[int]) -> tuple[int, int]:
         cursor.execute(f"SELECT COUNT(*), COALESCE(SUM(pg_column_size(t.*)), 0) FROM {quoted} t "  # noqa: S608
                        "WHERE t.bank_id = ANY(%s)", [bank_pks])
         rows, heap = cursor.fetchone()
-        cursor.execute("SELECT pg_indexes_size(%s::regclass), GREATEST(reltuples, 0) FROM pg_class "
-                       "WHERE oid = %s::regclass", [table, table])
+        # A partitioned table (MEMORYHUB_BANK_PARTITIONS) stores nothing itself: its partitions are summed.
+        cursor.execute("WITH leaf AS (SELECT relid FROM pg_partition_tree(%s::regclass) WHERE isleaf "
+                       "UNION ALL SELECT %s::regclass WHERE NOT EXISTS (SELECT FROM pg_partition_tree(%s::regclass))) "
+                       "SELECT coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint, coalesce(sum(GREATEST(c.reltuples, 0)), 0)::float8 "
+                       "FROM leaf JOIN pg_class c ON c.oid = leaf.relid", [table, table, table])
         index_size, estimate = cursor.fetchone()
     total = max(float(estimate), float(rows), 1.0)
     return int(heap), int(index_size * rows / total) if rows else 0

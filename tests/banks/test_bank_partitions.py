@@ -84,6 +84,17 @@ def test_writes_and_recall_work_and_a_banks_own_index_is_built_on_its_partition(
     assert Memory.objects.filter(bank=bank).count() == 1
 
 
+def test_a_tenants_storage_counts_the_index_bytes_of_its_partitions(
+        db: None, settings: Any, make_bank: Callable[..., Bank]) -> None:
+    from banks.selectors.tenant_storage import tenant_storage
+
+    _partition(settings)
+    bank = make_bank("stored")
+    memory_retain(bank=bank, text="a memory whose indexes take room", actor="test")
+    storage = tenant_storage("acme", [bank])
+    assert storage.heap_bytes > 0 and storage.index_bytes > 0
+
+
 def test_an_install_holding_rows_is_refused_and_left_as_it_was(db: None, settings: Any,
                                                                make_bank: Callable[..., Bank]) -> None:
     memory_retain(bank=make_bank("full"), text="a memory already here", actor="test")
