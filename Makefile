@@ -30,7 +30,7 @@ chromium:
 # database whose bank tables are hash-partitioned by bank_id (docs/scaling.md, "The partitioned install").
 PARTITIONED_TESTS := tests/banks/api tests/banks/services tests/portability tests/curation \
 	tests/banks/test_bank_partitions.py tests/banks/test_bank_vector_index.py tests/banks/test_tag_indexes.py \
-	tests/banks/test_recall_indexes.py
+	tests/banks/test_recall_indexes.py tests/banks/test_bank_keys.py
 # Each deselected test is listed with its reason in docs/scaling.md.
 PARTITIONED_DESELECT := \
 	--deselect tests/banks/test_bank_vector_index.py::test_recall_walks_a_banks_own_index_wider_than_the_shared_one

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, NotSupportedError, connection, transaction
 from django.utils import timezone
 
 from banks.models import (
@@ -101,8 +101,9 @@ def test_a_mention_of_another_banks_memory_is_refused(two_banks):
     a, b, ma, mb = two_banks
     entity = Entity.objects.create(bank=a, entity_id="alice", name="Alice")
     _refused(lambda: MemoryEntity.objects.create(bank=a, memory=mb, entity=entity))
-    # The trigger fills a missing bank_id from the memory: then the entity is the other bank's.
-    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+    # The trigger fills a missing bank_id from the memory: then the entity is the other bank's. (On a
+    # partitioned install the trigger may not move the row to that bank's partition: refused too.)
+    with pytest.raises((IntegrityError, NotSupportedError)), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("INSERT INTO banks_memoryentity (memory_id, entity_id) VALUES (%s, %s)", [mb.pk, entity.pk])
     # The same rows within one bank are fine.
