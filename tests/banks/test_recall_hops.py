@@ -99,3 +99,33 @@ def test_the_playground_shows_the_context_and_the_hop_and_can_turn_hops_off(dogs
     assert 'name="a_multi_hop" value="1" checked' in html
     page = operator_client.get(f"/banks/{bank.bank_id}/recall/", {"q": "two kilos", "a_arms": ["keyword"]})
     assert "reached by one hop" not in page.content.decode()
+
+
+def _hop_statements(captured) -> list[str]:  # noqa: ANN001
+    return [q["sql"].split("(")[0].strip() for q in captured.captured_queries if "memoryhub_recall_hops" in q["sql"]
+            or "WITH seed AS MATERIALIZED" in q["sql"]]
+
+
+def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    bank, ids = dogs
+    connection.close()  # a connection of its own, whatever earlier tests prepared
+    with CaptureQueriesContext(connection) as captured:
+        first, _ = ask(bank, "sprinted dalmatian")
+        second, _ = ask(bank, "sprinted dalmatian")
+    assert _hop_statements(captured) == ["PREPARE memoryhub_recall_hops", "EXECUTE memoryhub_recall_hops",
+                                         "EXECUTE memoryhub_recall_hops"]
+    assert ids["owner"] in {h.memory_id for h in first} and first == second
+    # A new connection (the old one closed, as after a restart of the database) prepares it again.
+    connection.close()
+    with CaptureQueriesContext(connection) as captured:
+        again, _ = ask(bank, "sprinted dalmatian")
+    assert _hop_statements(captured) == ["PREPARE memoryhub_recall_hops", "EXECUTE memoryhub_recall_hops"]
+    # Behind a transaction-pooling proxy the session is not the client's: the statement is sent whole.
+    settings.MEMORYHUB_DB_SESSION_SETTINGS = False
+    with CaptureQueriesContext(connection) as captured:
+        plain, _ = ask(bank, "sprinted dalmatian")
+    assert _hop_statements(captured) == ["WITH seed AS MATERIALIZED"]
+    assert [h.memory_id for h in plain] == [h.memory_id for h in first] == [h.memory_id for h in again]
