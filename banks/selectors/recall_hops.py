@@ -69,7 +69,8 @@ SELECT 'session', id, min(via_ord) FROM near GROUP BY id
 # Planning the statement above cost 0.5-0.8 ms of the database's CPU on every recall, running it less
 # than 0.1 ms: each connection prepares it once (its plan is the same for any seeds and bank: the
 # MATERIALIZED steps fix its order) and executes it by name. Only where the database session is the
-# client's (MEMORYHUB_DB_SESSION_SETTINGS, off behind a transaction-pooling proxy); a prepared
+# client's (MEMORYHUB_DB_SESSION_SETTINGS, off behind a transaction-pooling proxy) and outlives a
+# request (MEMORYHUB_DB_CONN_MAX_AGE not 0); a prepared
 # statement lives as long as its session, whatever becomes of the transaction it was made in.
 _HOPS_NAME = "memoryhub_recall_hops"
 _PREPARED = "_memoryhub_recall_hops_prepared"  # kept on the psycopg connection: a new one starts without
@@ -81,7 +82,8 @@ _HOPS_PREPARE = (f"PREPARE {_HOPS_NAME}(bigint[], integer, bigint, integer) AS "
 def _execute_hops(connection: Any, cursor: Any, seeds: list[int], bank_pk: int) -> None:
     from django.conf import settings
 
-    if not settings.MEMORYHUB_DB_SESSION_SETTINGS:
+    # A connection closed after each request (CONN_MAX_AGE 0) would prepare on every recall: sent whole there too.
+    if not settings.MEMORYHUB_DB_SESSION_SETTINGS or not connection.settings_dict.get("CONN_MAX_AGE"):
         cursor.execute(_HOPS_SQL, {"seeds": seeds, "hub": HUB_MENTIONS, "bank": bank_pk, "limit": LIMIT})
         return
     raw = connection.connection

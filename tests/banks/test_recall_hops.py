@@ -106,7 +106,7 @@ def _hop_statements(captured) -> list[str]:  # noqa: ANN001
             or "WITH seed AS MATERIALIZED" in q["sql"]]
 
 
-def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings):
+def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings, monkeypatch):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -123,6 +123,12 @@ def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings):
     with CaptureQueriesContext(connection) as captured:
         again, _ = ask(bank, "sprinted dalmatian")
     assert _hop_statements(captured) == ["PREPARE memoryhub_recall_hops", "EXECUTE memoryhub_recall_hops"]
+    # A connection that lasts one request would prepare it each time: the statement is sent whole.
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    with CaptureQueriesContext(connection) as captured:
+        ask(bank, "sprinted dalmatian")
+    assert _hop_statements(captured) == ["WITH seed AS MATERIALIZED"]
+    monkeypatch.undo()
     # Behind a transaction-pooling proxy the session is not the client's: the statement is sent whole.
     settings.MEMORYHUB_DB_SESSION_SETTINGS = False
     with CaptureQueriesContext(connection) as captured:
