@@ -9,21 +9,50 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from banks.providers.entity_types import entity_type
+from banks.providers.entity_types import GIVEN_NAMES, entity_type
 from banks.providers.llm_types import Answer, Coverage, ExtractedEntity, ExtractedFact, Gap, Passage
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# A full stop after a title ends no sentence: "Mr. Okafor" stays one sentence.
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bMx\.)(?<!\bDr\.)(?<!\bProf\.)(?<!\bSt\.)\s+|\n+")
 _WORD = re.compile(r"[\w'-]+", re.UNICODE)
 _STOP = frozenset(
     "a an and are as at be but by did do does for from had has have how i in into is it its me my of on or "
     "our so that the their them they this to was we were what when where which who why will with you your "
     "about after before can could should would there here than then also just not no yes".split()
 )
-# Capitalised only because they open a sentence.
+# Capitalised only because they open a sentence. A capitalised first word that is none of these
+# (nor one of ``_STOP``) is taken as a name: "Kasimir said ..." names Kasimir.
 _STARTERS = frozenset(
     "yesterday today tomorrow tonight last next then now also however meanwhile after before during since "
-    "please thanks hello hi dear maybe perhaps every each some many most all both".split()
+    "please thanks hello hi dear maybe perhaps every each some many most all both "
+    # pronouns and determiners
+    "he she him her his hers we us you they them it its i me my mine our ours their theirs these those "
+    "this that there here someone something everyone everything anyone anything nobody nothing none another "
+    "other such any either neither one two three first second third finally "
+    # prepositions and conjunctions
+    "through with without under over between among until till via despite like unlike against along behind "
+    "beyond inside outside onto toward towards upon within across around near if unless although though "
+    "while because once whether instead besides plus "
+    # interjections and replies
+    "yes yeah yep no nope ok okay sure sorry oh ah wow well great good nice cool fine awesome glad happy "
+    "congratulations absolutely definitely exactly really actually honestly unfortunately luckily hopefully "
+    "anyway indeed still even only just almost already again soon often never always sometimes usually "
+    "not "
+    # verbs that open diary-style or imperative sentences
+    "had got went made took saw met bought found spent began came did said told gave left kept "
+    "let let's lets tell remind try use make check keep look take start visit add choose avoid ask be get go "
+    "find consider remember note see think hope love need want have do can could would should will may "
+    "might must shall is are was were am sounds seems "
+    # weekdays and months: as before, a lone one that opens a sentence is not taken
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december".split()
 )
+# Words that say a name follows. The name is kept without them, so "Mr. Okafor", "Aunt Dorota" and a
+# later plain "Okafor" or "Dorota" are one entity.
+_TITLES = frozenset("mr mrs ms miss mx dr prof professor sir dame madam aunt auntie uncle grandma grandpa granny "
+                    "cousin captain coach".split())
+# After a sentence-opening verb comes its object ("Book a table", "Enjoy your trip"); after a name, a verb.
+_OBJECTS = frozenset("the a an your my his her their our its this that these those some any it them me us you".split())
 # Runs of capitalised words (allowing "of"/"de" inside), e.g. "Alice Smith", "Bank of Ireland".
 _PROPER = re.compile(r"\b([A-Z][\w'-]*(?:\s+(?:of|de|von|van|the)?\s*[A-Z][\w'-]*)*)")
 _IMPORTANT = {
@@ -51,6 +80,28 @@ def terms(text: str) -> list[str]:
 
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+_POSSESSIVE = re.compile(r"'s$")
+
+
+def _contraction(word: str) -> bool:
+    """"I'm", "It's", "Don't": grammar, never a name ("Dmitri's" is a name)."""
+    base, _, _ = word.lower().partition("'")
+    return word.lower().endswith("n't") or ("'" in word and (base in _STOP or base in _STARTERS))
+
+
+def _opens_sentence(words: list[str], after: list[str]) -> bool:
+    """Whether the first word of a run that opens a sentence is there only because sentences open with
+    something: a function word, pronoun, reply, weekday or month, a common opening verb, an -ed/-ing/-ly
+    word ("Cleaned", "Finally") that is no given name, a contraction, or a lone word followed by an
+    object ("Enjoy your trip"). Otherwise it is a name: "Kasimir said ..."."""
+    first = words[0].lower()
+    if first in _STOP or first in _STARTERS or _contraction(words[0]):
+        return True
+    if first not in GIVEN_NAMES and len(first) >= 5 and first.endswith(("ed", "ing", "ly")):
+        return True
+    return len(words) == 1 and bool(after) and after[0].lower().strip(",;:") in _OBJECTS
 
 
 class ExtractiveLanguageModel:
@@ -95,20 +146,21 @@ class ExtractiveLanguageModel:
         found: dict[str, ExtractedEntity] = {}
         for sentence in sentences(text):
             for match in _PROPER.finditer(sentence):
-                name = match.group(1).strip()
-                words = name.split()
-                if match.start() == 0 and words[0].lower() in (_STOP | _STARTERS):
+                words = match.group(1).split()
+                before = sentence[:match.start()].split()
+                titled = bool(before) and before[-1].rstrip(".").lower() in _TITLES
+                while words and words[0].lower() in _TITLES:
+                    words, titled = words[1:], True
+                after = sentence[match.end():].split()
+                if words and match.start() == 0 and not titled and _opens_sentence(words, after):
                     words = words[1:]
-                    name = " ".join(words)
-                    if not words:
-                        continue
-                # A lone capitalised first word of a sentence is usually just grammar.
-                if match.start() == 0 and len(words) == 1:
+                if not words:
                     continue
+                name = _POSSESSIVE.sub("", " ".join(words))
                 if name.lower() in _STOP or len(name) < 2:
                     continue
-                before = sentence[:match.start()].split()
-                kind = entity_type(name, before[-1] if before else "")
+                # A title names a person whatever the name looks like.
+                kind = "PERSON" if titled else entity_type(name, before[-1] if before else "")
                 found.setdefault(name.lower(), ExtractedEntity(name=name, entity_type=kind))
         return list(found.values())
 

@@ -79,6 +79,29 @@ def test_extractive_entities_skip_sentence_initial_words():
     assert names == {"Alice Smith", "Acme Corp"}
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # A name that opens a sentence is a name; the word before it ended the previous sentence.
+    ("Only the chain. Tomasz from the corner shop fixed it.", {"Tomasz"}),
+    ("Kasimir said Biscuit turned twelve last week.", {"Kasimir", "Biscuit"}),
+    ("Priyanka keeps sending photos from Lisbon.", {"Priyanka", "Lisbon"}),
+    # A name after a title is the name, without the title, whether or not the title ends in a full stop.
+    ("The new teacher is Mr. Okafor.", {"Okafor"}),
+    ("Dr. Jane Smith called. Aunt Dorota came by.", {"Jane Smith", "Dorota"}),
+    # Words that open sentences only because sentences open with something stay out.
+    ("Through Halina, a friend of my cousin.", {"Halina"}),
+    ("Started Dmitri's saga properly. Cleaned the gutters. Finally done.", {"Dmitri"}),
+    ("Enjoy your trip to Rome! I'm fine. Don't worry. It's late. Good. Sounds great.", {"Rome"}),
+    ("Monday was rough. March is cold. Try Redis. She called.", {"Redis"}),
+])
+def test_extractive_entities_take_names_that_open_sentences_or_follow_titles(text, expected):
+    assert {e.name for e in ExtractiveLanguageModel().extract_entities(text)} == expected
+
+
+def test_a_name_after_a_title_is_a_person():
+    found = {e.name: e.entity_type for e in ExtractiveLanguageModel().extract_entities("We met Mr. Okafor.")}
+    assert found == {"Okafor": "PERSON"}
+
+
 def test_unknown_provider_names_are_refused():
     with pytest.raises(ProviderError, match="Unknown embeddings provider"):
         build_embedder("word2vec")
