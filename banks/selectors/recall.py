@@ -309,7 +309,7 @@ def recall_memories(
                                                layer_weights)
     fused_ranks = {item.pk: rank for rank, item in enumerate(fused[:max(config.rerank_depth, max_results)], 1)}
     rerank_note: dict[str, Any] = {}
-    fused, reranked = rerank_stage(query, fused, config, max_results, rerank_note)
+    fused, reranked = rerank_stage(bank.pk, query, fused, config, max_results, rerank_note)
     if rerank_note:
         trace.rerank = rerank_note
         if "latency_ms" in rerank_note:

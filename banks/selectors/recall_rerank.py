@@ -32,7 +32,7 @@ def rerank_order(window: list[Fused], scores: list[float]) -> list[int]:
     return sorted(range(len(window)), key=lambda i: (-scores[i], i))
 
 
-def rerank_stage(query: str, fused: list[Fused], config: RecallConfig, max_results: int,
+def rerank_stage(bank_pk: int, query: str, fused: list[Fused], config: RecallConfig, max_results: int,
                  note: dict[str, Any]) -> tuple[list[Fused], dict[int, Reranked]]:
     """(the candidates in their final order, per re-scored pk its rank and score); ``note`` gets the trace."""
     if not config.rerank or not fused:
@@ -46,7 +46,7 @@ def rerank_stage(query: str, fused: list[Fused], config: RecallConfig, max_resul
         note.update(status="skipped", note="no reranker configured (MEMORYHUB_RERANK=none)")
         return fused, {}
     window = fused[:max(config.rerank_depth, max_results)]
-    texts = dict(Memory.objects.filter(pk__in=[f.pk for f in window]).values_list("pk", "text"))
+    texts = dict(Memory.objects.filter(bank_id=bank_pk, pk__in=[f.pk for f in window]).values_list("pk", "text"))
     started = time.perf_counter()
     try:
         scores = reranker.score(query, [texts.get(f.pk, "") for f in window])

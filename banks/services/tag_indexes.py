@@ -77,7 +77,7 @@ def _build(index: BankTagIndex) -> bool:
         state = _index_state(cursor, index)
         if state:
             if index.built_at is None:
-                BankTagIndex.objects.filter(pk=index.pk).update(built_at=timezone.now())
+                BankTagIndex.objects.filter(bank_id=index.bank_id, pk=index.pk).update(built_at=timezone.now())
             return False
         # Never under a running load (it would keep the index up row by row); the load can start meanwhile
         # and waits for this one build only.
@@ -93,7 +93,7 @@ def _build(index: BankTagIndex) -> bool:
                                              table=bank_partition("banks_memory", index.bank_id)))
         finally:
             _unlock(cursor, BANK_LOAD_LOCK, index.bank_id)
-    BankTagIndex.objects.filter(pk=index.pk).update(built_at=timezone.now())
+    BankTagIndex.objects.filter(bank_id=index.bank_id, pk=index.pk).update(built_at=timezone.now())
     return True
 
 

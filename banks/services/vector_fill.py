@@ -40,9 +40,9 @@ def _pending(bank: Bank, after: int) -> list[tuple[int, str]]:
     return [(pk, embedding_text(text, context)) for pk, text, context in rows]
 
 
-def _store(rows: list[tuple[int, str]], literals: list[str], embedder: Embedder) -> None:
+def _store(bank: Bank, rows: list[tuple[int, str]], literals: list[str], embedder: Embedder) -> None:
     with transaction.atomic():
-        rows_vectors_fill([pk for pk, _ in rows], literals, embedder.name, embedder.dimensions)
+        rows_vectors_fill(bank.pk, [pk for pk, _ in rows], literals, embedder.name, embedder.dimensions)
 
 
 def bank_vectors_fill(bank: Bank, alive: Callable[[], None] | None = None) -> int:
@@ -58,7 +58,7 @@ def bank_vectors_fill(bank: Bank, alive: Callable[[], None] | None = None) -> in
         while rows:
             following = _pending(bank, rows[-1][0])
             ahead = pool.submit([text for _, text in following])
-            _store(rows, pending.get(), embedder)
+            _store(bank, rows, pending.get(), embedder)
             filled += len(rows)
             if alive is not None:
                 alive()

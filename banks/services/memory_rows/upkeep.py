@@ -33,7 +33,7 @@ def rows_mark_recalled(cursor, bank_pk: int, memory_ids: list[str], now: datetim
         cursor.execute(_MARK, [now, bank_pk, memory_ids, now])
 
 
-def rows_vectors_fill(pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
+def rows_vectors_fill(bank_pk: int, pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
     """Store the vectors of rows a big import stored without them (only rows still waiting: an edit
     meanwhile stored the vector of its new text itself)."""
     with connection.cursor() as cursor:
@@ -43,7 +43,8 @@ def rows_vectors_fill(pks: Sequence[int], literals: Sequence[str], model: str, d
             for pk, literal in zip(pks, literals, strict=True):
                 copy.write_row((pk, literal))
         cursor.execute("UPDATE banks_memory m SET embedding = s.embedding, embedding_model = %s, embedding_dims = %s "
-                       "FROM memory_vector_staging s WHERE m.id = s.id AND m.embedding_dims IS NULL", [model, dims])
+                       "FROM memory_vector_staging s WHERE m.bank_id = %s AND m.id = s.id AND m.embedding_dims IS NULL",
+                       [model, dims, bank_pk])
 
 
 def rows_reembed(pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
