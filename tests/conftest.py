@@ -147,7 +147,8 @@ from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 # The fakes of what is off this machine (an OpenAI-compatible server, a slow provider, an MCP session).
 pytest_plugins = ["tests.fakes"]
 
-# The statement-routing check (tests/bank_routing.py): off unless MEMORYHUB_BANK_ROUTING=report|strict.
+# The statement-routing check (tests/bank_routing.py), on every run (CI's too): strict unless
+# MEMORYHUB_BANK_ROUTING says report or off. Its allow-list is printed with reasons at the end.
 from tests import bank_routing  # noqa: E402
 from tests.bank_routing import bank_routing_check  # noqa: E402,F401  (autouse fixture)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bank_routing import pins_one_bank, shape
+from tests.bank_routing import MODE_VARIABLE, mode, pins_one_bank, shape
 
 TABLES = frozenset({"banks_memory", "banks_entity", "banks_memoryentity"})
 
@@ -36,3 +36,19 @@ def test_statements_that_span_banks_are_caught(sql):
 def test_a_statement_shape_hides_its_values():
     assert shape("SELECT a, b FROM banks_memory WHERE text = 'secret'  AND id = 42") == \
         "SELECT … FROM banks_memory WHERE text = ? AND id = ?"
+
+
+def test_the_check_is_strict_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv(MODE_VARIABLE, raising=False)
+    assert mode() == "strict"
+    monkeypatch.setenv(MODE_VARIABLE, "report")
+    assert mode() == "report"
+    monkeypatch.setenv(MODE_VARIABLE, "off")
+    assert mode() == "off"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT m.text FROM banks_memory m WHERE m.bank_id = %(bank)s AND m.session_key = %(key)s",
+])
+def test_a_bank_named_as_a_named_parameter_pins_it(sql):
+    assert pins_one_bank(sql, TABLES)
