@@ -150,6 +150,10 @@ def _relative(filename: str) -> str | None:
         relative: str | None = str(Path(filename).resolve().relative_to(ROOT))
     except ValueError:
         relative = None
+    # Installed packages are not the project's, also when the virtualenv lies inside the checkout (as
+    # `make test` makes it on a fresh clone): Django's admin must still be told by its folder.
+    if relative is not None and "site-packages" in Path(relative).parts:
+        relative = None
     _RELATIVE[filename] = relative
     return relative
 
