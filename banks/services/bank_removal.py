@@ -38,9 +38,8 @@ from banks.services.access_log import access_log_drop_bank
 from banks.services.audit import audit_record
 from banks.services.jobs import JobCancelled, job_create, job_enqueue, job_is_stale, job_progress
 from banks.services.tag_indexes import bank_tag_indexes_drop
+from banks.signals import bank_hidden
 from memoryhub.queue import send_task
-from portability.paths.trash import bank_folder_set_aside
-from portability.roots import portability_roots
 
 KIND = "bank_delete"
 CHUNK = 1000
@@ -56,9 +55,10 @@ def bank_hide(bank: Bank) -> None:
     Bank.objects.filter(pk=bank.pk).update(deleted_at=now)
     bank.deleted_at = now
     # Its files go with it, at once (a new bank of the same id may be made before the rows are gone):
-    # set aside in a dated trash folder of each root, never left for the next bank of that id to find.
+    # portability sets them aside in a dated trash folder of each root on this signal, never left for
+    # the next bank of that id to find.
     bank_id = bank.bank_id
-    transaction.on_commit(lambda: bank_folder_set_aside(portability_roots(), bank_id, now))
+    transaction.on_commit(lambda: bank_hidden.send(sender=Bank, bank_id=bank_id, at=now))
 
 
 def bank_removal_start(*, bank: Bank, actor: str, reason: str, memory_count: int) -> Job:
