@@ -41,8 +41,7 @@ from banks.services.observations import observation_create, observation_delete, 
 from banks.services.reflect import reflect
 from banks.services.usage import usage_record_access, usage_record_recall, usage_record_retain
 from memoryhub.errors import InvalidInput, NotFound
-from memoryhub.input_rules import check_storable, utc_datetime
-from portability.formats.common import parse_time
+from memoryhub.input_rules import check_storable, parse_time, utc_datetime
 
 
 @dataclass

@@ -106,6 +106,34 @@ def utc_datetime(value: datetime | date, field: str | None = None) -> datetime:
     return normalised
 
 
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 (``Z``, offsets, microseconds, date-only) or epoch seconds/milliseconds; naive means UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) or (isinstance(value, str) and value.strip().lstrip("-").replace(".", "", 1)
+                                          .isdigit()):
+        number = float(value)
+        # Epoch milliseconds are 13 digits today; seconds are 10.
+        seconds = number / 1000.0 if abs(number) > 1e11 else number
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(text), datetime.min.time())
+        except ValueError:
+            return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
 def check_int32(value: int, field: str | None = None) -> int:
     if not INT32_MIN <= value <= INT32_MAX:
         raise UnstorableInput(field, f"must lie between {INT32_MIN} and {INT32_MAX}")

@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from portability.formats.common import parse_time
+from memoryhub.input_rules import parse_time
 from portability.records import MemoryRecord
 
 

@@ -12,6 +12,7 @@ from django.db.models import Q, QuerySet
 
 from banks.models import Bank, Memory
 from banks.selectors.last_change import change_key
+from memoryhub.input_rules import parse_time
 
 # Counting stops here; above it a page says "about N" (the planner's estimate, see approximate_count).
 COUNT_CAP = 10_000
@@ -31,8 +32,6 @@ class MemoryFilters:
 
     @classmethod
     def from_query(cls, params: Any) -> MemoryFilters:
-        from portability.formats.common import parse_time
-
         tags = [t.strip() for value in params.getlist("tags") for t in value.split(",") if t.strip()]
         state = params.get("state", "live")
         return cls(tags=tags, fact_type=params.get("fact_type", "").strip(), source=params.get("source", "").strip(),

@@ -32,7 +32,7 @@ from banks.models import Memory
 from banks.recall_fusion import Fused
 from banks.selectors.recall_types import RecallHit, RecallTrace
 from memoryhub.errors import InvalidInput
-from memoryhub.input_rules import utc_datetime
+from memoryhub.input_rules import parse_time, utc_datetime
 
 DETAIL_LEVELS = ("titles", "summary", "bodies", "full")
 MAX_LAYER_WEIGHTS = 64
@@ -89,8 +89,6 @@ def _external_id(item: dict[str, Any], text: str) -> str:
 
 
 def _external_time(item: dict[str, Any], key: str, where: str) -> Any:
-    from portability.formats.common import parse_time
-
     raw = item.get(key)
     if raw in (None, ""):
         return None

@@ -19,7 +19,7 @@ from banks.recall_fusion import ARM_NAMES, RecallConfig
 from banks.selectors.recall import RecallFilters, RecallOutcome, bank_recall_config, recall_bank
 from banks.text_search import bank_language
 from curation.access import operator_bank
-from portability.formats.common import parse_time
+from memoryhub.input_rules import parse_time
 
 
 @dataclass

@@ -24,8 +24,7 @@ from curation.access import actor, operator, operator_bank
 from curation.forms import TokenForm
 from memoryhub.csv_cells import neutralise_row
 from memoryhub.errors import AccessDenied, InvalidInput, MemoryHubError
-from memoryhub.input_rules import utc_datetime
-from portability.formats.common import parse_time
+from memoryhub.input_rules import parse_time, utc_datetime
 
 SHOWN = 200
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memoryhub.input_rules import parse_time
 from portability.formats.agentos_graph import Graph, read_graph
-from portability.formats.common import bounded_lines, number, parse_time, str_list
+from portability.formats.common import bounded_lines, number, str_list
 from portability.formats.compression import open_archive_bytes, read_document
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError

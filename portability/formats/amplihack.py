@@ -9,8 +9,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memoryhub.input_rules import parse_time
 from portability.formats.ama import atomic_write
-from portability.formats.common import number, parse_time, str_list
+from portability.formats.common import number, str_list
 from portability.formats.compression import read_document
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from portability.formats.common import parse_time
+from memoryhub.input_rules import parse_time
 from portability.formats.compression import read_document
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, MemoryRecord, RecordError, RecordSkipped

@@ -1,38 +1,12 @@
-"""Small pure helpers shared by the archive formats: timestamps, bounded line reading."""
+"""Small pure helpers shared by the archive formats: numbers, lists, timestamps out, bounded line reading.
+
+Reading a time from outside is memoryhub.input_rules.parse_time (banks reads the same forms)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import IO, Any
-
-
-def parse_time(value: Any) -> datetime | None:
-    """ISO 8601 (``Z``, offsets, microseconds, date-only) or epoch seconds/milliseconds; naive means UTC."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float) or (isinstance(value, str) and value.strip().lstrip("-").replace(".", "", 1)
-                                          .isdigit()):
-        number = float(value)
-        # Epoch milliseconds are 13 digits today; seconds are 10.
-        seconds = number / 1000.0 if abs(number) > 1e11 else number
-        try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        try:
-            parsed = datetime.combine(date.fromisoformat(text), datetime.min.time())
-        except ValueError:
-            return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 def number(value: Any, default: float = 1.0) -> float:

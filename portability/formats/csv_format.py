@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from memoryhub.csv_cells import neutralise_row, restore
-from portability.formats.common import iso, parse_time, str_list
+from memoryhub.input_rules import parse_time
+from portability.formats.common import iso, str_list
 from portability.formats.compression import open_archive_bytes
 from portability.paths import Location, as_location
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError

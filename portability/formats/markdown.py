@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from banks.content import content_hash
-from portability.formats.common import iso, number, parse_time
+from memoryhub.input_rules import parse_time
+from portability.formats.common import iso, number
 from portability.formats.wikilinks import VaultIndex, VaultNote, parse_wikilinks
 from portability.paths import DirectoryWriter, Location, as_location, directory_export, walk_files
 from portability.records import ArchiveHeader, EntityRecord, LinkRecord, MemoryRecord, RecordError
