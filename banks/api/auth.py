@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from datetime import timedelta
 from typing import Any
@@ -15,24 +14,10 @@ from rest_framework.request import Request
 from banks.access import Principal, principal_for_token
 from banks.models import ApiToken
 from banks.selectors.token_rows import token_row
+from banks.token_format import hash_secret, split_token
 
-TOKEN_PREFIX = "mh_"  # noqa: S105  (a public marker, not a secret)
 # Writing last_used_at on every request would turn reads into writes; once a minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def hash_secret(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def split_token(raw: str) -> tuple[str, str] | None:
-    """``mh_<prefix>_<secret>`` → (prefix, full token)."""
-    if not raw.startswith(TOKEN_PREFIX):
-        return None
-    prefix, sep, secret = raw[len(TOKEN_PREFIX):].partition("_")
-    if not sep or not prefix or not secret or len(prefix) > 16:
-        return None
-    return prefix, raw
 
 
 def token_lookup(raw: str) -> ApiToken | None:

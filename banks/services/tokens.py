@@ -12,10 +12,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from banks.access import Principal, normalise_permissions
-from banks.api.auth import TOKEN_PREFIX, hash_secret
 from banks.models import ApiToken
 from banks.selectors.token_rows import token_row_forget
 from banks.services.audit import audit_record
+from banks.token_format import hash_secret, token_plaintext
 from memoryhub.errors import AccessDenied, InvalidInput
 
 PRINCIPAL_TYPES = ("user", "agent", "service")
@@ -84,7 +84,7 @@ def token_create(
     prefix = secrets.token_hex(4)
     while ApiToken.objects.filter(prefix=prefix).exists():
         prefix = secrets.token_hex(4)
-    plaintext = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    plaintext = token_plaintext(prefix)
     token = ApiToken.objects.create(name=name, prefix=prefix, secret_hash=hash_secret(plaintext), grants=cleaned,
                                     expires_at=expires_at, created_by=created_by, principal=principal)
     audit_record(actor=actor, action="token.create", target_ids=[prefix],
