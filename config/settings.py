@@ -214,7 +214,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "memoryhub.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["banks.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": env_str("MEMORYHUB_RATE_LIMIT", "6000/min")},
-    "DEFAULT_SCHEMA_CLASS": "banks.api.openapi.PydanticAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.ApiSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -225,7 +225,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1",
-    "POSTPROCESSING_HOOKS": ["banks.api.openapi.add_pydantic_components"],
+    "POSTPROCESSING_HOOKS": ["config.openapi.whole_api_components"],
     "DISABLE_ERRORS_AND_WARNINGS": True,
 }
 

@@ -3,7 +3,8 @@
 drf-spectacular walks the URL patterns and views; this schema class replaces
 what it cannot know (our bodies are pydantic models, not serializers) with the
 models' own JSON schemas, and a post-processing hook files those under
-``components/schemas``. Each operation names its body or query model here.
+``components/schemas``. Each operation of banks names its body or query model here; the operations of
+the apps built on banks (portability, agents) are added by the whole API's schema, config/openapi.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from banks.api import responses as out
 from banks.api import responses_admin as admin_out
@@ -106,46 +107,6 @@ def _tenant_operations() -> None:
     })
 
 
-def _portability_operations() -> None:
-    from portability.api import views as portability
-
-    OPERATIONS.update({
-        ("ExportApi", "post"): (portability.ExportRequest, None, "admin", "Export a bank to an archive file"),
-        ("ImportApi", "post"): (portability.ImportRequest, None, "admin", "Import an archive file into a bank"),
-        ("JobApi", "get"): (None, portability.JobQuery, "read", "A job's state, progress and counts"),
-        ("JobCancelApi", "post"): (portability.JobQuery, None, "admin", "Ask a running job to stop"),
-        ("JobResumeApi", "post"): (portability.JobQuery, None, "admin",
-                                   "Continue a failed import or re-extraction after its last committed batch (202)"),
-        ("ReextractEntitiesApi", "post"): (portability.ReextractRequest, None, "admin",
-                                           "Re-extract every memory's entities with the bank's provider, "
-                                           "as a resumable job (202)"),
-    })
-
-
-class ToolArguments(BaseModel):
-    """A tool's arguments: each tool names its own (``GET /v1/agent/tools``); most take ``bank_id``."""
-
-    model_config = ConfigDict(extra="allow", title="ToolArguments")
-
-
-def _agent_operations() -> None:
-    from agents.api import views as agents
-
-    OPERATIONS.update({
-        ("ToolListApi", "get"): (None, None, "read", "The agent tools and the permission each needs"),
-        ("ToolApi", "post"): (ToolArguments, None, "the tool's own",
-                              "Run one agent tool (memory_add, memory_recall, ...) with its arguments"),
-        ("IngestTurnApi", "post"): (agents.IngestTurnRequest, None, "write",
-                                    "Queue a conversation turn for extraction into the bank"),
-    })
-
-
-def _tool_names() -> list[str]:
-    from agents.toolbox import BANKLESS, TOOLS
-
-    return sorted([*TOOLS, *BANKLESS])
-
-
 # (view class name, HTTP method) -> response model, where the body is described.
 RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("RetainApi", "post"): out.RetainResult, ("RecallApi", "post"): out.RecallResult,
@@ -159,8 +120,7 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("MentalModelRevertApi", "post"): out.MentalModel, ("ObservationsApi", "get"): out.ObservationList,
     ("ObservationsApi", "post"): out.Observation, ("ObservationApi", "get"): out.Observation,
     ("ObservationApi", "patch"): out.Observation, ("ObservationApi", "delete"): out.Deleted,
-    ("ObservationsInvalidateApi", "post"): out.Deleted, ("ExportApi", "post"): out.ExportResult,
-    ("ImportApi", "post"): out.ImportResult, ("AdminBanksApi", "get"): admin_out.AdminBankList,
+    ("ObservationsInvalidateApi", "post"): out.Deleted, ("AdminBanksApi", "get"): admin_out.AdminBankList,
     ("AdminBanksHealthApi", "get"): admin_out.BankHealthList, ("AdminBankHealthApi", "get"): admin_out.BankHealth,
     ("HoldApi", "get"): admin_out.HoldState, ("HoldApi", "post"): admin_out.LegalHold,
     ("AdminSourcesApi", "get"): admin_out.IngestSourceList,
@@ -177,14 +137,11 @@ RESPONSES.update({
     ("MentalModelRevisionsApi", "get"): res.RevisionList, ("MentalModelRevisionApi", "get"): res.Revision,
     ("MentalModelDiffApi", "get"): res.RevisionDiff, ("SyncPushApi", "post"): res.SyncPushResult,
     ("ChangesApi", "get"): res.ChangesPage, ("DebugRecallApi", "post"): res.DebugRecallResult,
-    ("JobApi", "get"): res.Job, ("JobCancelApi", "post"): res.Job, ("ToolListApi", "get"): res.ToolList,
 })
 
 # The same, for the 202 answers (work queued).
 ACCEPTED_RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
-    ("ObservationsConsolidateApi", "post"): res.JobQueued, ("IngestTurnApi", "post"): res.TurnQueued,
-    ("JobResumeApi", "post"): res.Job, ("ExportApi", "post"): res.Job, ("ImportApi", "post"): res.Job,
-    ("ReextractEntitiesApi", "post"): res.Job,
+    ("ObservationsConsolidateApi", "post"): res.JobQueued,
 }
 
 _MODELS: dict[str, type[BaseModel]] = {}
@@ -192,8 +149,11 @@ _BODIES: set[str] = set()  # the models that are request bodies: their capped li
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
-def register(name: str, model: type[BaseModel]) -> None:
+def register(name: str, model: type[BaseModel], *, body: bool = False) -> None:
+    """File ``model`` under ``components/schemas`` as ``name``; a request ``body``'s capped lists carry maxItems."""
     _MODELS[name] = model
+    if body:
+        _BODIES.add(name)
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -285,6 +245,13 @@ def _unauthenticated(operation: dict[str, Any], key: tuple[str, str]) -> dict[st
 
 
 class PydanticAutoSchema(AutoSchema):
+    """The /v1 operations of banks; the whole API's schema class (config/openapi.py) adds the other apps'."""
+
+    def operations_load(self) -> None:
+        """Fill OPERATIONS with the operations of views imported late (their modules import this one)."""
+        _sync_operations()
+        _tenant_operations()
+
     def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str,
                       registry: Any) -> dict[str, Any] | None:
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
@@ -292,10 +259,7 @@ class PydanticAutoSchema(AutoSchema):
             return None
         key = (type(self.view).__name__, method.lower())
         if key not in OPERATIONS:
-            _portability_operations()
-            _sync_operations()
-            _tenant_operations()
-            _agent_operations()
+            self.operations_load()
         if key in UNAUTHENTICATED:
             return _unauthenticated(operation, key)
         if key not in OPERATIONS:
@@ -305,14 +269,9 @@ class PydanticAutoSchema(AutoSchema):
         operation["description"] = f"Needs the `{permission}` permission on the bank."
         operation["parameters"] = [_with_bank_id_pattern(p) for p in operation.get("parameters", [])
                                    if p.get("in") == "path"]
-        if key == ("ToolApi", "post"):
-            for parameter in operation["parameters"]:
-                if parameter.get("name") == "name":
-                    parameter["schema"] = {"type": "string", "enum": _tool_names()}
         operation.pop("requestBody", None)
         if body is not None:
-            register(body.__name__, body)
-            _BODIES.add(body.__name__)
+            register(body.__name__, body, body=True)
             operation["requestBody"] = {"required": True, "content": {"application/json": {
                 "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
         if query is not None:
@@ -336,35 +295,7 @@ class PydanticAutoSchema(AutoSchema):
         return operation
 
 
-def _agent_tool_paths(result: dict[str, Any]) -> None:
-    """``POST /v1/agent/{name}`` as one operation per tool, each with its own argument model as the
-    body, so a client (and the fuzzer) knows every tool's arguments."""
-    from agents.tool_args import ARGUMENTS, schema_name
-    from agents.toolbox import BANKLESS, TOOLS
-
-    paths = result.get("paths", {})
-    generic = paths.get("/v1/agent/{name}", {}).get("post")
-    if generic is None:
-        return
-    del paths["/v1/agent/{name}"]
-    for name in sorted(ARGUMENTS):
-        model = ARGUMENTS[name]
-        operation = {**generic, "operationId": f"agent_{name}", "parameters": []}
-        if name in TOOLS:
-            operation["summary"] = TOOLS[name].description
-            operation["description"] = f"Needs the `{TOOLS[name].permission}` permission on the bank."
-        else:
-            operation["summary"] = BANKLESS[name][1]
-            operation["description"] = "Needs `read` on at least one bank." if name == "memory_banks" else ""
-        operation["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{schema_name(name)}"}}}}
-        register(schema_name(name), model)
-        _BODIES.add(schema_name(name))
-        paths[f"/v1/agent/{name}"] = {"post": operation}
-
-
 def add_pydantic_components(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    _agent_tool_paths(result)
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, model in sorted(_MODELS.items()):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
