@@ -15,7 +15,7 @@ from typing import Any
 from banks.duplicate_rule import same_fact
 from banks.models import Bank
 from banks.providers import bank_embedder, get_llm
-from banks.providers.embeddings import cosine
+from banks.providers.embeddings import TextVectors, cosine
 from banks.selectors.near_duplicates import near_duplicate_of
 from banks.services.memories import memory_retain
 
@@ -51,10 +51,12 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
     kept.sort(key=lambda f: -f.importance)
     kept = kept[: int(settings["max_facts_per_turn"])]
     embedder = bank_embedder(bank)
+    # A fact's vector serves its duplicate look and, unless its session gives it a context, its retain.
+    vectors = TextVectors(embedder)
     threshold = float(settings["dedup_threshold"])
     accepted: list[tuple[str, list[float]]] = []
     for fact in kept:
-        vector = embedder.embed([fact.text])[0]
+        vector = vectors.of(fact.text)
         nearest = near_duplicate_of(bank, fact.text, vector, embedder.dimensions, threshold=threshold,
                                     model=embedder.name)
         if nearest or any(cosine(vector, v) >= threshold and same_fact(fact.text, t) for t, v in accepted):
@@ -66,7 +68,8 @@ def ingest_turn(*, bank: Bank, user_message: str, assistant_message: str, actor:
                                          "source_turn": turn_id,
                                          **({"session_id": session_id} if session_id else {})},
                                memory_layer="episodic" if category == "episodic" else "semantic", near_dedup=False,
-                               author=actor, by=None)  # a task: the turn was authorised when it was sent
+                               author=actor, by=None,  # a task: the turn was authorised when it was sent
+                               vectors=vectors)
         if result.stored:
             outcome.stored.append(result.memory_id or "")
             accepted.append((fact.text, vector))

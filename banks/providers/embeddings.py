@@ -82,6 +82,22 @@ class UnavailableEmbedder:
         raise ModelUnavailable(self.message(), model=self.name)
 
 
+class TextVectors:
+    """One request's vectors of one embedder, by the text each was made from: a request that needs a
+    text's vector in two services (an auto-ingested fact's duplicate look, then its retain) embeds it
+    once. Made per request and dropped with it; it is not a cache across requests."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._known: dict[str, list[float]] = {}
+
+    def of(self, text: str) -> list[float]:
+        vector = self._known.get(text)
+        if vector is None:
+            vector = self._known[text] = self.embedder.embed([text])[0]
+        return vector
+
+
 def embedder_available(embedder: Embedder) -> bool:
     return getattr(embedder, "available", True) is not False
 

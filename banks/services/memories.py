@@ -22,6 +22,7 @@ from banks.content import clean_metadata, content_hash, metadata_size, new_memor
 from banks.duplicate_rule import same_fact
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
+from banks.providers.embeddings import TextVectors
 from banks.selectors.near_duplicates import NEAR_LOOK_LIMIT, nearest_live_memories
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
@@ -137,8 +138,12 @@ def memory_retain(
     audit: bool = True,
     author: str | None = None,
     by: Principal | None = None,
+    vectors: TextVectors | None = None,
 ) -> RetainOutcome:
     """``author``: the authenticated caller's principal, stamped as metadata ``_actor`` (see stamp_author).
+
+    ``vectors``: the vectors this request already made with the bank's embedder (its text's, when the
+    caller looked for duplicates first), so the text is not embedded again.
 
     ``near_dedup=False`` stores a text however close it is to a memory of the bank (an operator's or
     client's ``allow_duplicate``); the same text twice is still refused (a unique constraint)."""
@@ -163,7 +168,9 @@ def memory_retain(
     created = created_at or occurred_at or now
     # A conversation turn following stored turns of its session is embedded once, with its context.
     context = turn_context_ahead(bank=bank, text=text, metadata=metadata, created_at=created, occurred_at=occurred_at)
-    vector = embedder.embed([embedding_text(text, context)])[0]
+    if vectors is None or vectors.embedder.name != embedder.name:
+        vectors = TextVectors(embedder)
+    vector = vectors.of(embedding_text(text, context))
     if near_dedup:
         duplicate = _near_duplicate(bank, text, vector, embedder.dimensions, embedder.name)
         if duplicate:
