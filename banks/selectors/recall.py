@@ -25,7 +25,7 @@ from banks.providers.embeddings import embedder_available
 from banks.recall_fusion import HOP_NAMES, RecallConfig, rrf_fuse, vector_weights
 from banks.recall_time import parse_time_window
 from banks.selectors import live_layers, recall_shaping
-from banks.selectors.recall_exact import semantic_plan
+from banks.selectors.recall_exact import index_state, semantic_plan
 from banks.selectors.recall_expand import expand_stage
 from banks.selectors.recall_hops import SEEDS as HOP_SEEDS
 from banks.selectors.recall_hops import hop_lists
@@ -38,7 +38,6 @@ from banks.vectors import (
     INDEX_SHARED,
     distance_sql,
     nearest_rows,
-    vector_index_state,
     vector_scope,
     vectors_pending,
     walk_breadth,
@@ -286,8 +285,7 @@ def recall_memories(
         window = parse_time_window(query, filters.reference_date or timezone.now())
         trace.time_window = window.as_dict() if window else None
     trace.total_candidates = sum(trace.strategy_candidate_counts.values())
-    if ("semantic" in arms or "temporal" in ranked) and (
-            state := vector_index_state(bank.pk, own=bank.own_vector_index)) != INDEX_SHARED:
+    if ("semantic" in arms or "temporal" in ranked) and (state := index_state(bank)) != INDEX_SHARED:
         trace.vector_index = state
         trace.embeddings_pending = vectors_pending(bank.pk) if state == INDEX_BUILDING else None
     # The caller's layer weights act on the fused order, before the rerank window and the cut.

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from banks.models import Bank, Memory
 from banks.partitions import bank_partition
 from banks.providers import bank_embedder
+from banks.selectors.recall_exact import index_state_forget
 from banks.services.index_builds import index_build_settings
 from banks.services.locks import BANK_LOAD_LOCK, VECTOR_INDEX_LOCK, bank_lock_key
 from banks.services.memory_rows import rows_vector_tier_adopt
@@ -107,6 +108,7 @@ def bank_vector_index_drop(bank: Bank) -> None:
     # DROP's snapshot would deadlock).
     with _index_work(bank.pk), connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {bank_index_name(bank.pk)}")
+    index_state_forget(bank.pk)
 
 
 def bank_vector_index_prepare(bank: Bank, *, incoming: int) -> bool:
