@@ -461,7 +461,7 @@ def main() -> None:
     # Left over from a run that stopped before its clean-up: the bank is its seed and nothing else.
     with transaction.atomic():
         rows_delete(bank, list(Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed")
-                               .values_list("pk", flat=True)))
+                               .values_list("pk", flat=True)), actor="load-bench", reason="left over from a run")
     vacuum()
     print(f"bank {bank.bank_id}: populating to {args.memories} memories", flush=True)
     populate(bank, args.memories)
@@ -490,7 +490,8 @@ def main() -> None:
     # Every run starts from the same bank: what this run wrote goes once it has been checked.
     with transaction.atomic():
         removed = rows_delete(bank, list(Memory.objects.filter(bank=bank, memory_id__in=[m for m, _ in results.acknowledged])
-                                         .values_list("pk", flat=True)))
+                                         .values_list("pk", flat=True)), actor="load-bench",
+                             reason="what the run wrote")
     vacuum()
     print(f"removed the {removed} memories this run wrote (and their links); the bank is back to its seed")
     sys.exit(0 if ok else 1)

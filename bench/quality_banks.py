@@ -30,7 +30,8 @@ def build_bank(bank_id: str, embeddings: str, corpus: Corpus, *, batch: int = 64
     if Memory.objects.filter(bank=bank).count() >= len(corpus.turns):
         return bank
     with transaction.atomic():
-        rows_delete(bank, list(Memory.objects.filter(bank=bank).values_list("pk", flat=True)))
+        rows_delete(bank, list(Memory.objects.filter(bank=bank).values_list("pk", flat=True)), actor="bench",
+                    reason="the corpus is loaded again")
     embedder = bank_embedder(bank)
     llm = get_llm()
     now = timezone.now()

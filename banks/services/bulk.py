@@ -15,7 +15,6 @@ from django.db.models import QuerySet
 from banks.access import Principal, authorize, bulk_permission
 from banks.models import Bank, Memory
 from banks.providers import Embedder, bank_embedder
-from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.forget import memory_forget
 from banks.services.memories import memories_archive, memories_restore, validate_tags
@@ -48,7 +47,7 @@ def bulk_apply(*, bank: Bank, rows: QuerySet[Memory], action: str, actor: str, t
                compliance: bool = False, target: Bank | None = None,
                progress: Callable[[int], None] | None = None, by: Principal | None = None) -> BulkOutcome:
     """Apply ``action`` to the selection, a chunk per transaction, each chunk's rows changed in one
-    statement (banks.services.memory_rows) and recorded in one audit event. ``progress`` hears the
+    statement (banks.services.memory_rows, which records it in one audit event). ``progress`` hears the
     number of rows looked at after each chunk (a job's progress; it may raise to stop)."""
     if action not in ACTIONS:
         raise InvalidInput(f"must be one of {', '.join(ACTIONS)}", field="action")
@@ -85,7 +84,7 @@ def _apply_chunk(bank: Bank, action: str, ids: list[int], outcome: BulkOutcome, 
     with transaction.atomic():
         if action == "archive":
             outcome.touched += len(memories_archive(bank=bank, memory_ids=_ids(bank, ids), actor=actor,
-                                                    reason=reason, action="memory.bulk_archive"))
+                                                    reason=reason))
         elif action == "restore":
             restored, clashing = memories_restore(bank=bank, memory_ids=_ids(bank, ids), actor=actor, reason=reason)
             outcome.touched += len(restored)
@@ -95,11 +94,8 @@ def _apply_chunk(bank: Bank, action: str, ids: list[int], outcome: BulkOutcome, 
             result = memory_forget(bank=bank, actor=actor, memory_ids=_ids(bank, ids), reason=reason, compliance=compliance)
             outcome.touched += result.deleted_count
         else:
-            changed = (rows_tag if action == "tag" else rows_untag)(bank, ids, tag)
-            outcome.touched += changed
-            if changed:
-                audit_record(actor=actor, action=f"memory.bulk_{action}", bank=bank, target_ids=_ids(bank, ids),
-                             reason=reason, details={"tag": tag, "changed": changed})
+            outcome.touched += len((rows_tag if action == "tag" else rows_untag)(bank, ids, tag, actor=actor,
+                                                                                 reason=reason))
 
 
 def _ids(bank: Bank, pks: list[int]) -> list[str]:
@@ -114,13 +110,10 @@ def _move_chunk(bank: Bank, target: Bank, embedder: Embedder, ids: list[int], ou
         embedding_model=embedder.name).values_list("pk", "text"))
     vectors = dict(zip([pk for pk, _ in stale], embedder.embed([text for _, text in stale]), strict=True)) if stale else {}
     with transaction.atomic():
-        moved, skipped = rows_move(bank, target, ids, model=embedder.name, dims=embedder.dimensions, vectors=vectors)
+        moved, skipped = rows_move(bank, target, ids, model=embedder.name, dims=embedder.dimensions, vectors=vectors,
+                                   actor=actor, reason=reason)
         outcome.touched += len(moved)
         outcome.skipped += skipped
         if moved:
             observations_invalidate_for_memories(bank=bank, memory_ids=moved, actor=actor,
                                                  reason="source memories moved to another bank")
-            audit_record(actor=actor, action="memory.bulk_move", bank=bank, target_ids=moved, reason=reason,
-                         details={"target": target.bank_id, "skipped": skipped})
-            audit_record(actor=actor, action="memory.bulk_move", bank=target, target_ids=moved, reason=reason,
-                         details={"source": bank.bank_id})

@@ -28,7 +28,7 @@ from banks.models import Bank, Memory, ObservationEvidence
 from banks.selectors.holds import active_hold_ids
 from banks.services.audit import MAX_TARGET_IDS, audit_record
 from banks.services.holds import ensure_not_held
-from banks.services.memory_rows import rows_delete, rows_erase, rows_forget
+from banks.services.memory_rows import rows_archive, rows_delete, rows_erase, rows_forget
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
@@ -102,32 +102,30 @@ def memory_forget(
                       overridden_holds=overridden_holds)
     now = timezone.now()
     outcome = ForgetOutcome()
+    # The rows' owner records what it changed, with the criteria asked for.
+    asked: dict[str, Any] = {"criteria": criteria}
     with transaction.atomic():
         if erase and not compliance:
             # Purge text, embedding and everything derived, keeping a tombstone for the changes feed.
             ids = list(selection.values_list("memory_id", flat=True))
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
-            ids = rows_erase(bank, ids, now)
+            ids = rows_erase(bank, ids, now, actor=actor, reason=reason, details=asked)
             outcome.deleted_count = outcome.erased_count = len(ids)
         elif archive:
-            # The one archive operation; this call writes its own audit event below, with the criteria.
-            from banks.services.memories import memories_archive
-
-            ids = memories_archive(bank=bank, actor=actor, audit=False, memory_ids=list(
-                selection.filter(archived_at__isnull=True, forgotten_at__isnull=True)
-                .values_list("memory_id", flat=True)))
+            ids = rows_archive(bank, pks=list(selection.filter(archived_at__isnull=True, forgotten_at__isnull=True)
+                                              .values_list("pk", flat=True)), now=now, actor=actor,
+                               reason=reason, details=asked)
             outcome.archived_count = len(ids)
         else:
             visible = selection.filter(forgotten_at__isnull=True)
-            ids = rows_forget(bank, pks=list(visible.values_list("pk", flat=True)), now=now)
+            ids = rows_forget(bank, pks=list(visible.values_list("pk", flat=True)), now=now, actor=actor,
+                               reason=reason, details=asked)
             outcome.deleted_count = len(ids)
         outcome.memory_ids = ids
-        action = "memory.erase" if erase else ("memory.archive" if archive else "memory.forget")
-        audit_record(
-            actor=actor, action=action, bank=bank, target_ids=ids, reason=reason, compliance=erase,
-            details={"criteria": criteria, "deleted_count": outcome.deleted_count,
-                     "archived_count": outcome.archived_count},
-        )
+        if not ids:
+            # Nothing changed, so the owner wrote nothing: the request is still recorded.
+            audit_record(actor=actor, bank=bank, reason=reason, compliance=erase, details=asked,
+                         action="memory.erase" if erase else ("memory.archive" if archive else "memory.forget"))
         if ids and not archive:
             observations_invalidate_for_memories(bank=bank, memory_ids=ids, actor=actor,
                                                  reason="source memories forgotten")
@@ -151,13 +149,12 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
             last_pk = rows[-1][0]
             ids = [memory_id for _, memory_id in rows]
             ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
-            rows_delete(bank, [pk for pk, _ in rows])
             chunk_number += 1
+            # The owner records the chunk's erasure (one compliance event naming its rows).
+            rows_delete(bank, [pk for pk, _ in rows], actor=actor, reason=reason,
+                        details={"criteria": criteria, "chunk": chunk_number, **holds})
             outcome.deleted_count += len(ids)
             outcome.erased_count = outcome.deleted_count
-            audit_record(actor=actor, action="memory.erase", bank=bank, target_ids=ids, reason=reason,
-                         compliance=True, details={"criteria": criteria, "deleted_count": len(ids),
-                                                   "chunk": chunk_number, "archived_count": 0, **holds})
             observations_invalidate_for_memories(bank=bank, memory_ids=ids, actor=actor,
                                                  reason="source memories forgotten")
         if len(outcome.memory_ids) < MAX_TARGET_IDS:
@@ -167,7 +164,7 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
     if not chunk_number:
         # Nothing matched: the request is still recorded.
         audit_record(actor=actor, action="memory.erase", bank=bank, reason=reason, compliance=True,
-                     details={"criteria": criteria, "deleted_count": 0, "archived_count": 0, **holds})
+                     details={"criteria": criteria, **holds})
     return outcome
 
 

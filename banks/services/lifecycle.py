@@ -107,8 +107,7 @@ def _sweep(bank: Bank, policy: Policy, actor: str, job: Job) -> LifecycleOutcome
                 outcome.actions_truncated = True
         if plan[ARCHIVE]:
             outcome.archived_count += len(memories_archive(
-                bank=bank, memory_ids=plan[ARCHIVE], actor=actor, reason="lifecycle policy",
-                action="memory.lifecycle_archive"))
+                bank=bank, memory_ids=plan[ARCHIVE], actor=actor, reason="lifecycle policy"))
         if plan[DELETE]:
             outcome.deleted_count += memory_forget(bank=bank, actor=actor, memory_ids=plan[DELETE],
                                                    reason="lifecycle policy").deleted_count

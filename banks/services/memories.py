@@ -423,16 +423,11 @@ def _mentions_replace(memory: Memory, entities: list[dict[str, Any]]) -> None:
     mentions_count(memory.bank_id, deltas)
 
 
-def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "",
-                     action: str = "memory.archive", audit: bool = True) -> list[str]:
-    """Archive the live ones among ``memory_ids``; returns those archived. One audit event, unless the
-    caller writes its own (``audit=False``)."""
-    now = timezone.now()
+def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> list[str]:
+    """Archive the live ones among ``memory_ids``; returns those archived (one audit event, written by
+    the rows' owner)."""
     with transaction.atomic():
-        ids = rows_archive(bank, memory_ids=memory_ids, now=now)
-        if ids and audit:
-            audit_record(actor=actor, action=action, bank=bank, target_ids=ids, reason=reason)
-    return ids
+        return rows_archive(bank, memory_ids=memory_ids, actor=actor, reason=reason)
 
 
 def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> tuple[list[str], list[str]]:

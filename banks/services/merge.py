@@ -19,7 +19,7 @@ from banks.models import Bank, DuplicatePair, Memory, MemoryEntity, MemoryLink, 
 from banks.services.audit import audit_record
 from banks.services.entities import link_memory_entities
 from banks.services.memories import memory_update, prepare_text
-from banks.services.memory_rows import row_update, rows_archive, rows_not_duplicates_note
+from banks.services.memory_rows import row_update, rows_merge_into, rows_not_duplicates_note
 from memoryhub.errors import InvalidInput, NotFound
 
 
@@ -48,7 +48,8 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
         metadata.update(survivor.metadata or {})
         metadata["merged_from"] = list(dict.fromkeys([*(survivor.metadata or {}).get("merged_from", []),
                                                       *(o.memory_id for o in others)]))
-        rows_archive(bank, pks=other_pks, merged_into=survivor.pk, now=now)
+        # The owner archives them as merged into the survivor and records the merge (one event).
+        rows_merge_into(bank, survivor, other_pks, actor=actor, reason=reason, now=now)
         MemoryLink.objects.bulk_create(
             [MemoryLink(bank=bank, source=o, target=survivor, link_type="merged_into", metadata={"text": o.text})
              for o in others], ignore_conflicts=True)
@@ -69,8 +70,6 @@ def memory_merge(*, bank: Bank, memory_ids: list[str], actor: str, text: str | N
             # extracted again (no remote call while the rows are locked).
             survivor = memory_update(memory=survivor, actor=actor, new_text=new_text, reason="merged text",
                                      reextract=False)
-        audit_record(actor=actor, action="memory.merge", bank=bank, target_ids=ids, reason=reason,
-                     details={"survivor": survivor.memory_id, "merged": [o.memory_id for o in others]})
     return survivor
 
 

@@ -38,15 +38,19 @@ def entity_links_create(bank: Bank, records: Iterable[MemoryRecord]) -> int:
     return len(created)
 
 
-def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]]) -> dict[str, int]:
+def records_forget(bank: Bank, stored: Iterable[tuple[MemoryRecord, int]], *, actor: str) -> dict[str, int]:
+    """Forget (archive, under a hold) the records deleted in the source; the rows' owner records it."""
     pks = [pk for record, pk in stored if record.forgotten]
     if not pks:
         return {"forgotten": 0, "archived": 0}
     if bank_under_hold(bank):
-        return {"forgotten": 0, "archived": len(rows_archive(bank, pks=pks))}
-    return {"forgotten": len(rows_forget(bank, pks=pks)), "archived": 0}
+        return {"forgotten": 0, "archived": len(rows_archive(
+            bank, pks=pks, actor=actor, reason="deleted in the imported archive; archived: the bank is under legal hold"))}
+    return {"forgotten": len(rows_forget(bank, pks=pks, actor=actor, reason="deleted in the imported archive")),
+            "archived": 0}
 
 
-def import_graph_apply(bank: Bank, stored: list[tuple[MemoryRecord, int]]) -> dict[str, int]:
+def import_graph_apply(bank: Bank, stored: list[tuple[MemoryRecord, int]], *, actor: str) -> dict[str, int]:
     """Called inside each import batch's transaction with the records that landed and their keys."""
-    return {**records_forget(bank, stored), "entity_links": entity_links_create(bank, [r for r, _ in stored])}
+    return {**records_forget(bank, stored, actor=actor),
+            "entity_links": entity_links_create(bank, [r for r, _ in stored])}

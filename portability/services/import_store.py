@@ -124,7 +124,7 @@ class BatchStore:
             mentions_count(self.bank.pk, dict(deltas))
             links_queue(self.bank, [record for record, _ in stored])
             outcome.links = links_resolve(self.bank, [record.memory_id or "" for record, _ in stored])
-            outcome.graph = import_graph_apply(self.bank, stored)
+            outcome.graph = import_graph_apply(self.bank, stored, actor=self.actor)
             audit_record(actor=self.actor, action="bank.import.batch", bank=self.bank,
                          target_ids=[record.memory_id or "" for record, _ in stored],
                          details={"source": self.source_label, "imported": len(landed),

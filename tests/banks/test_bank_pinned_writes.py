@@ -72,8 +72,8 @@ def test_memory_rows_and_mention_counters_name_the_bank():
     three = make_memory(bank, "Ines paints the ferry blue.", entities=["Ines"])
     with pinned():
         memory_entity_remove(memory=one, entity_id="ines", actor="test")
-        rows_erase(bank, [two.memory_id])
-        rows_delete(bank, [three.pk])
+        rows_erase(bank, [two.memory_id], actor="test")
+        rows_delete(bank, [three.pk], actor="test")
     assert entity(bank, "Ortega").mention_count == 1
     assert entity(bank, "Ines").mention_count == 0
     assert entity(other, "Ortega").mention_count == 1 and Memory.objects.filter(pk=kept.pk).exists()

@@ -14,7 +14,9 @@ nowhere else. What it keeps, whoever writes:
   session: inserted late, edited, moved, archived, forgotten or erased, its neighbours' contexts and
   vectors are refreshed (``contexts``: bounded, vectors after the commit); a whole bank's are rebuilt
   in batches (``context_rebuild``: rows stored before sessions existed, a new context window);
-* a hook (``on_rows_changed``) sees every insert, overwrite, move and erase, in the writer's transaction.
+* a hook (``on_rows_changed``) sees every insert, overwrite, move and erase, in the writer's transaction;
+* tagging, archiving, merging, restoring, forgetting, erasing and moving rows write their own audit
+  event (one per call, naming the rows changed), so every surface records them alike.
 """
 
 from banks.services.memory_rows.context_rebuild import rows_contexts_rebuild
@@ -37,6 +39,7 @@ from banks.services.memory_rows.core import (
     rows_erase,
     rows_forget,
     rows_insert,
+    rows_merge_into,
     rows_restore,
     rows_tag,
     rows_untag,
@@ -68,7 +71,7 @@ __all__ = [
     "RowsChanged", "ensure_editable", "mentions_count", "mentions_drop", "mentions_link_memory", "mentions_link_named",
     "mentions_link_pairs", "mentions_recount", "mentions_take", "mentions_unlink_pairs", "on_rows_changed", "row_insert",
     "row_overwrite", "row_update", "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert",
-    "rows_contexts_rebuild", "rows_mark_recalled", "rows_merged_into_set", "rows_move", "rows_not_duplicates_note",
+    "rows_contexts_rebuild", "rows_mark_recalled", "rows_merge_into", "rows_merged_into_set", "rows_move", "rows_not_duplicates_note",
     "rows_reembed", "rows_restore", "rows_search_config_apply", "rows_tag", "rows_times_repair", "rows_untag",
     "rows_vector_tier_adopt",
     "rows_vectors_fill",

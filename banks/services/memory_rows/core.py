@@ -3,6 +3,11 @@
 Every function runs in its caller's transaction (a bulk action's chunk, an import's batch, a retain)
 and is set-based: one statement for the rows, one for their mentions and counters, whatever the
 number of rows.
+
+Tagging, untagging, archiving, restoring, forgetting, erasing and deleting record themselves: each writes
+one audit event naming the rows it changed (none when it changed none), with the rows, so whoever calls
+(REST, the operator pages, the admin, MCP, commands, imports, tasks) the log reads the same. The caller
+gives who (``actor``) and why (``reason``, and ``details`` such as the criteria of a forget).
 """
 
 from __future__ import annotations
@@ -138,6 +143,13 @@ def rows_insert(bank_pk: int, rows: Sequence[MemoryRow], now: datetime) -> dict[
     return landed
 
 
+def _recorded(bank: Bank, action: str, memory_ids: Sequence[str], *, actor: str, reason: str,
+              details: dict[str, Any] | None, compliance: bool = False) -> None:
+    if memory_ids:  # in the caller's transaction, with the rows
+        audit_record(actor=actor, action=action, bank=bank, target_ids=memory_ids, reason=reason,
+                     compliance=compliance, details=details)
+
+
 # --- edits ------------------------------------------------------------------------------------------
 
 def row_overwrite(bank: Bank, pk: int, values: dict[str, Any], *, mentions: bool = True) -> bool:
@@ -201,27 +213,31 @@ def row_update(memory: Memory, fields: Sequence[str], *, tags_before: Sequence[s
     memory.updated_at = now
 
 
-def rows_tag(bank: Bank, pks: Sequence[int], tag: str) -> int:
+def rows_tag(bank: Bank, pks: Sequence[int], tag: str, *, actor: str, reason: str = "") -> list[str]:
     """Add ``tag`` to the rows that lack it, in one statement on the rows as they are (no read-modify-
     write: a concurrent edit of the same row keeps its change). Tombstones and rows at the tag limit
-    are left alone. Returns how many rows changed."""
+    are left alone. Returns the ids of the rows changed, in key order; one ``memory.tag`` event names them."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE banks_memory SET tags = array_append(tags, %s::varchar), updated_at = %s "
             "WHERE bank_id = %s AND id = ANY(%s) AND forgotten_at IS NULL "
-            "AND NOT (tags @> ARRAY[%s]::varchar[]) AND cardinality(tags) < %s",
+            "AND NOT (tags @> ARRAY[%s]::varchar[]) AND cardinality(tags) < %s RETURNING id, memory_id",
             [tag, timezone.now(), bank.pk, list(pks), tag, settings.MEMORYHUB_MAX_TAGS])
-        return int(cursor.rowcount)
+        changed = [memory_id for _, memory_id in sorted(cursor.fetchall())]
+    _recorded(bank, "memory.tag", changed, actor=actor, reason=reason, details={"tag": tag})
+    return changed
 
 
-def rows_untag(bank: Bank, pks: Sequence[int], tag: str) -> int:
-    """Remove ``tag`` from the rows holding it, in one statement (see rows_tag)."""
+def rows_untag(bank: Bank, pks: Sequence[int], tag: str, *, actor: str, reason: str = "") -> list[str]:
+    """Remove ``tag`` from the rows holding it, in one statement (see rows_tag); one ``memory.untag`` event."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE banks_memory SET tags = array_remove(tags, %s::varchar), updated_at = %s "
-            "WHERE bank_id = %s AND id = ANY(%s) AND forgotten_at IS NULL AND tags @> ARRAY[%s]::varchar[]",
-            [tag, timezone.now(), bank.pk, list(pks), tag])
-        return int(cursor.rowcount)
+            "WHERE bank_id = %s AND id = ANY(%s) AND forgotten_at IS NULL AND tags @> ARRAY[%s]::varchar[] "
+            "RETURNING id, memory_id", [tag, timezone.now(), bank.pk, list(pks), tag])
+        changed = [memory_id for _, memory_id in sorted(cursor.fetchall())]
+    _recorded(bank, "memory.untag", changed, actor=actor, reason=reason, details={"tag": tag})
+    return changed
 
 
 # --- lifecycle --------------------------------------------------------------------------------------
@@ -233,9 +249,30 @@ def _where(bank: Bank, memory_ids: Sequence[str] | None, pks: Sequence[int] | No
 
 
 def rows_archive(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Sequence[int] | None = None,
-                 merged_into: int | None = None, now: datetime | None = None) -> list[str]:
-    """Archive the live ones among the rows named (by id or key); returns the ids archived."""
-    now = now or timezone.now()
+                 actor: str, reason: str = "", details: dict[str, Any] | None = None,
+                 now: datetime | None = None) -> list[str]:
+    """Archive the live ones among the rows named (by id or key); returns the ids archived, recorded in
+    one ``memory.archive`` event."""
+    ids = [memory_id for _, memory_id in _archive(bank, memory_ids, pks, None, now or timezone.now())]
+    _recorded(bank, "memory.archive", ids, actor=actor, reason=reason, details=details)
+    return ids
+
+
+def rows_merge_into(bank: Bank, survivor: Memory, pks: Sequence[int], *, actor: str, reason: str = "",
+                    now: datetime | None = None) -> list[str]:
+    """Archive the live rows ``pks`` as merged into ``survivor`` (their ``merged_into``); returns their
+    ids in the order given, recorded in one ``memory.merge`` event naming the survivor first."""
+    order = {pk: n for n, pk in enumerate(pks)}
+    archived = dict(_archive(bank, None, pks, survivor.pk, now or timezone.now()))
+    merged = [archived[pk] for pk in sorted(archived, key=order.__getitem__)]
+    _recorded(bank, "memory.merge", [survivor.memory_id, *merged], actor=actor, reason=reason,
+              details={"survivor": survivor.memory_id, "merged": merged})
+    return merged
+
+
+def _archive(bank: Bank, memory_ids: Sequence[str] | None, pks: Sequence[int] | None, merged_into: int | None,
+             now: datetime) -> list[tuple[int, str]]:
+    """(key, id) of the rows archived."""
     where, params = _where(bank, memory_ids, pks)
     with connection.cursor() as cursor:
         # Vetted: {where} is one of two fixed conditions; values are parameters.
@@ -246,7 +283,7 @@ def rows_archive(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Se
         rows = cursor.fetchall()
     # An archived turn is no longer context to the next ones of its session.
     turn_context_refresh(bank=bank, pks=[row[1] for row in rows])
-    return [row[0] for row in rows]
+    return [(pk, memory_id) for memory_id, pk in rows]
 
 
 def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None, *, actor: str,
@@ -261,15 +298,15 @@ def rows_restore(bank: Bank, pks: Sequence[int], now: datetime | None = None, *,
                        "RETURNING id, memory_id", [now, bank.pk, list(pks)])
         restored = [memory_id for _, memory_id in sorted(cursor.fetchall())]
     turn_context_refresh(bank=bank, pks=pks)
-    if restored:  # in the caller's transaction, with the rows (as every function here)
-        audit_record(actor=actor, action="memory.restore", bank=bank, target_ids=restored, reason=reason)
+    _recorded(bank, "memory.restore", restored, actor=actor, reason=reason, details=None)
     return restored
 
 
 def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Sequence[int] | None = None,
+                actor: str, reason: str = "", details: dict[str, Any] | None = None,
                 now: datetime | None = None) -> list[str]:
     """Tombstone the rows named that are not yet (history ``as_of`` an earlier moment still sees them);
-    returns the ids forgotten."""
+    returns the ids forgotten, recorded in one ``memory.forget`` event."""
     now = now or timezone.now()
     where, params = _where(bank, memory_ids, pks)
     with connection.cursor() as cursor:
@@ -278,13 +315,16 @@ def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Seq
                        "AND forgotten_at IS NULL RETURNING memory_id, id", [now, now, *params])
         rows = cursor.fetchall()
     turn_context_refresh(bank=bank, pks=[row[1] for row in rows])
-    return [row[0] for row in rows]
+    ids = [row[0] for row in rows]
+    _recorded(bank, "memory.forget", ids, actor=actor, reason=reason, details=details)
+    return ids
 
 
-def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = None) -> list[str]:
+def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = None, *, actor: str,
+               reason: str = "", details: dict[str, Any] | None = None) -> list[str]:
     """Purge the text, vector, metadata, tags, mentions (counters moved), near-duplicate pairs and the
     text a merge link kept of the rows named; each stays as a tombstone for the changes feed. Returns
-    the ids erased."""
+    the ids erased, recorded in one ``memory.erase`` event (a compliance one)."""
     now = now or timezone.now()
     rows = list(Memory.objects.filter(bank=bank, memory_id__in=list(memory_ids)).values_list("pk", "memory_id"))
     pks = [pk for pk, _ in rows]
@@ -302,24 +342,30 @@ def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = Non
                        [now, now, bank.pk, pks])
     turn_context_refresh(bank=bank, pks=followers)
     _changed("erase", bank.pk, pks)
-    return [memory_id for _, memory_id in rows]
+    ids = [memory_id for _, memory_id in rows]
+    _recorded(bank, "memory.erase", ids, actor=actor, reason=reason, details=details, compliance=True)
+    return ids
 
 
-def rows_delete(bank: Bank, pks: Sequence[int]) -> int:
-    """Remove rows for good (a compliance erasure); their mentions' counters move first."""
+def rows_delete(bank: Bank, pks: Sequence[int], *, actor: str, reason: str = "",
+                details: dict[str, Any] | None = None) -> int:
+    """Remove rows for good (a compliance erasure); their mentions' counters move first. One
+    ``memory.erase`` event (a compliance one) names the rows removed."""
     if not pks:
         return 0
+    ids = list(Memory.objects.filter(bank_id=bank.pk, pk__in=list(pks)).order_by("pk").values_list("memory_id", flat=True))
     mentions_drop(bank.pk, pks)
     followers = turn_context_followers(bank=bank, pks=pks)
     # Not QuerySet.delete(): its cascade addresses the links, pairs and evidence by memory id alone.
     deleted = bank_rows_delete(Memory, bank.pk, list(pks)).get("banks.Memory", 0)
     turn_context_refresh(bank=bank, pks=followers)
     _changed("delete", bank.pk, pks)
+    _recorded(bank, "memory.erase", ids, actor=actor, reason=reason, details=details, compliance=True)
     return int(deleted)
 
 
 __all__ = [
     "RowsChanged", "ensure_editable", "on_rows_changed", "row_insert", "row_overwrite", "row_update",
-    "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert", "rows_restore", "rows_tag",
-    "rows_untag",
+    "rows_archive", "rows_delete", "rows_erase", "rows_forget", "rows_insert", "rows_merge_into", "rows_restore",
+    "rows_tag", "rows_untag",
 ]

@@ -25,16 +25,17 @@ from django.utils import timezone
 
 from banks.models import Bank
 from banks.services.memory_rows.contexts import turn_context_followers, turn_context_refresh
-from banks.services.memory_rows.core import _changed, _pairs_drop
+from banks.services.memory_rows.core import _changed, _pairs_drop, _recorded
 from banks.services.memory_rows.mentions import mentions_count
 from banks.vectors import vector_literal
 
 
 def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims: int,
-              vectors: dict[int, list[float]] | None = None) -> tuple[list[str], int]:
+              vectors: dict[int, list[float]] | None = None, actor: str, reason: str = "") -> tuple[list[str], int]:
     """Move the rows ``pks`` of ``bank`` into ``target``, whose embedder is ``model`` of ``dims``;
     ``vectors`` holds the target model's vector of each row embedded with another model (a row that
-    needs one and has none stays). Returns (the ids moved, how many stayed)."""
+    needs one and has none stays). Returns (the ids moved, how many stayed); one ``memory.move`` event
+    in each bank names the rows moved."""
     vectors = vectors or {}
     with connection.cursor() as cursor:
         # The target's tier, under the key share lock an insert takes: a bank adopting its own index
@@ -76,7 +77,10 @@ def rows_move(bank: Bank, target: Bank, pks: Sequence[int], *, model: str, dims:
     turn_context_refresh(bank=bank, pks=left_behind)
     turn_context_refresh(bank=target, pks=moved, text_changed=True)
     _changed("move", target.pk, moved, from_bank_pk=bank.pk)
-    return [memory_id for _, memory_id in movable], len(pks) - len(movable)
+    ids, skipped = [memory_id for _, memory_id in movable], len(pks) - len(movable)
+    _recorded(bank, "memory.move", ids, actor=actor, reason=reason, details={"target": target.bank_id, "skipped": skipped})
+    _recorded(target, "memory.move", ids, actor=actor, reason=reason, details={"source": bank.bank_id})
+    return ids, skipped
 
 
 def _mentions_move(cursor, bank: Bank, target: Bank, moved: list[int]) -> None:  # noqa: ANN001

@@ -59,7 +59,7 @@ def test_run_applies_the_policy_and_answers_like_astrocyte(api, bank, aged):
     job = Job.objects.get(pk=result["job_id"])
     assert job.kind == "lifecycle" and job.state == "succeeded"
     assert job.counts == {"archived": 1, "deleted": 2, "kept": 2}
-    assert AuditEvent.objects.filter(bank=bank, action="memory.lifecycle_archive").exists()
+    assert AuditEvent.objects.filter(bank=bank, action="memory.archive", reason="lifecycle policy").exists()
     assert api.get(POLICY).json()["last_run_at"] is not None
     # A second run finds nothing more to do.
     again = api.post("/v1/admin/lifecycle", {"bank_id": B}).json()

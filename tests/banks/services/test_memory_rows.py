@@ -110,7 +110,7 @@ def test_a_bulk_tag_is_one_statement_per_chunk():
               if q["sql"].startswith("UPDATE") and q["sql"].split()[1].strip('"') == "banks_memory"]
     assert len(writes) == 1
     assert all("porto" in tags for tags in Memory.objects.filter(bank=bank).values_list("tags", flat=True))
-    assert AuditEvent.objects.filter(bank=bank, action="memory.bulk_tag").count() == 1
+    assert AuditEvent.objects.filter(bank=bank, action="memory.tag").count() == 1
     outcome = bulk_apply(bank=bank, rows=Memory.objects.filter(bank=bank), action="untag", actor="test", tag="porto")
     assert outcome.touched == 30
     assert not Memory.objects.filter(bank=bank, tags__contains=["porto"]).exists()
