@@ -19,7 +19,7 @@ from banks.models import Bank, Memory
 from banks.selectors.near_duplicates import near_duplicate_of
 from banks.services.audit import audit_record
 from banks.services.consolidation import observations_consolidate
-from banks.services.memories import memories_archive
+from banks.services.memory_archiving import memories_archive
 from banks.services.merge import memory_merge
 
 MIN_MEANINGFUL_CHARS = 3

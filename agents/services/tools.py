@@ -14,7 +14,8 @@ from banks.access import Principal
 from banks.models import Bank, Memory
 from banks.selectors.recall import RecallFilters, _keyword
 from banks.services.forget import memory_forget
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 from banks.services.merge import memory_merge
 from memoryhub.errors import InvalidInput
 

@@ -17,14 +17,9 @@ from banks.admin.scope import BankScopedAdmin
 from banks.content import content_hash
 from banks.models import Bank, Entity, EntityLink, Memory, MemoryLink
 from banks.services.forget import memory_forget
-from banks.services.memories import (
-    memories_archive,
-    memories_restore,
-    memory_update,
-    validate_metadata,
-    validate_tags,
-    validate_text,
-)
+from banks.services.memories import validate_metadata, validate_tags, validate_text
+from banks.services.memory_archiving import memories_archive, memories_restore
+from banks.services.memory_edit import memory_update
 from banks.services.memory_rows import ensure_editable
 from banks.text_search import config_name
 from memoryhub.errors import MemoryHubError

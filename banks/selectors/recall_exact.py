@@ -30,7 +30,14 @@ from banks.models import Bank
 from banks.selectors.recall_keyword import bank_text_stats
 from banks.selectors.recall_memo import TtlMemo
 from banks.vector_tags import TAG_INDEX_PREFIX, tag_scope
-from banks.vectors import INDEX_OWN, INDEX_SHARED, distance_sql, estimated_rows, vector_index_state, walk_breadth
+from banks.vectors import (
+    INDEX_OWN,
+    INDEX_SHARED,
+    distance_sql,
+    estimated_rows,
+    vector_index_state,
+    walk_breadth,
+)
 from memoryhub.replica import read_connection
 
 # One walked entry costs about this many read rows (measured on the 1M bank, see above).

@@ -17,7 +17,8 @@ from banks.models import Bank, Memory
 from banks.providers import Embedder, bank_embedder
 from banks.services.banks import bank_embedder_pin
 from banks.services.forget import memory_forget
-from banks.services.memories import memories_archive, memories_restore, validate_tags
+from banks.services.memories import validate_tags
+from banks.services.memory_archiving import memories_archive, memories_restore
 from banks.services.memory_rows import rows_move, rows_tag, rows_untag
 from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput

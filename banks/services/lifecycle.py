@@ -30,7 +30,7 @@ from banks.services.jobs import (
     job_start,
     job_stopped_cleanly,
 )
-from banks.services.memories import memories_archive
+from banks.services.memory_archiving import memories_archive
 from memoryhub.errors import InvalidInput
 
 logger = logging.getLogger(__name__)

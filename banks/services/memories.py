@@ -1,8 +1,9 @@
-"""Memories: retain (with exact and near-duplicate dedup), edit, archive and restore.
+"""Memories: retain (with exact and near-duplicate dedup), and the input rules of a memory's fields.
 
 Invariants: a bank never holds two live memories with the same content hash
 (database constraint); ``memory_id`` is unique within a bank; every change
-writes an audit event; the embedding always matches the current text.
+writes an audit event; the embedding always matches the current text. Edits are
+banks.services.memory_edit, archive and restore banks.services.memory_archiving.
 """
 
 from __future__ import annotations
@@ -29,18 +30,13 @@ from banks.services.banks import bank_embedder_pin
 from banks.services.entities import attach_entities
 from banks.services.locks import lock_bank_for_new_content
 from banks.services.memory_rows import (
-    ensure_editable,
     mentions_count,
-    mentions_take,
     row_insert,
-    row_update,
-    rows_archive,
-    rows_restore,
     turn_context_ahead,
 )
 from banks.turn_context import embedding_text
 from banks.vectors import prepare_graph_walk
-from memoryhub.errors import Conflict, InvalidInput, NotFound, violated_constraint
+from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
 
 
@@ -283,202 +279,3 @@ def _near_outcome(bank: Bank, text: str, nearest: list[tuple[str, float, str]]) 
                                  duplicate_text=existing, similarity=round(similarity, 4),
                                  error="All chunks are near-duplicates", retention_action="deduplicated")
     return None
-
-
-def memory_get(*, bank: Bank, memory_id: str) -> Memory:
-    memory = Memory.objects.filter(bank=bank, memory_id=memory_id).first()
-    if memory is None:
-        raise NotFound(f"Memory '{memory_id}' not found in bank '{bank.bank_id}'")
-    return memory
-
-
-@dataclass(frozen=True)
-class NewText:
-    """A validated text with its hash and embedding, computed before any transaction opens."""
-
-    text: str
-    content_hash: str
-    embedding: list[float]
-    embedding_model: str
-    embedding_dims: int
-
-
-def prepare_text(*, bank: Bank, text: Any) -> NewText:
-    """Validate, hash and embed a replacement text. The embedding may be a remote call: callers do this
-    first and hold no lock meanwhile."""
-    text = validate_text(text, field="text")
-    embedder = bank_embedder(bank)
-    return NewText(text=text, content_hash=content_hash(text), embedding=embedder.embed([text])[0],
-                   embedding_model=embedder.name, embedding_dims=embedder.dimensions)
-
-
-def _content_conflict(bank_id: int, digest: str, exclude_pk: int) -> Conflict:
-    holder = (Memory.objects.live().filter(bank_id=bank_id, content_hash=digest).exclude(pk=exclude_pk)
-              .values_list("memory_id", flat=True).first())
-    return Conflict(f"Memory '{holder}' already holds the same content", duplicate_of=holder,
-                    constraint="memory_content_unique_per_bank")
-
-
-def memory_update(
-    *,
-    memory: Memory,
-    actor: str,
-    text: str | None = None,
-    new_text: NewText | None = None,
-    tags: list[str] | None = None,
-    metadata: dict[str, Any] | None = None,
-    fact_type: str | None = None,
-    occurred_at: datetime | None = None,
-    created_at: datetime | None = None,
-    clear_occurred_at: bool = False,
-    reason: str = "",
-    reextract: bool = True,
-    by: Principal | None = None,
-) -> Memory:
-    """Edit a memory in place; a new text is re-hashed and re-embedded (or arrives so as ``new_text``),
-    and its entities extracted again unless ``reextract`` is False (a merge keeps its sources' entities).
-
-    Raises Conflict when another live memory of the bank holds the new text, also when it was
-    stored concurrently (the unique constraint decides), and when the memory is a tombstone.
-    """
-    authorize(by, memory.bank.bank_id, "write")
-    ensure_editable(memory)
-    tags_before = list(memory.tags)
-    changed: list[str] = []
-    if new_text is None and text is not None and text != memory.text:
-        new_text = prepare_text(bank=memory.bank, text=text)
-    if new_text is not None and new_text.text != memory.text:
-        if Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=new_text.content_hash).exclude(
-                pk=memory.pk).exists():
-            raise _content_conflict(memory.bank_id, new_text.content_hash, memory.pk)
-        memory.text, memory.content_hash, memory.embedding = new_text.text, new_text.content_hash, new_text.embedding
-        memory.embedding_model, memory.embedding_dims = new_text.embedding_model, new_text.embedding_dims
-        changed += ["text", "content_hash", "embedding", "embedding_model", "embedding_dims"]
-    if tags is not None:
-        tags = validate_tags(tags)
-        if tags != memory.tags:
-            memory.tags = tags
-            changed.append("tags")
-    if metadata is not None:
-        metadata, _ = validate_metadata(metadata)
-        if metadata != memory.metadata:
-            memory.metadata = metadata
-            changed.append("metadata")
-    if fact_type is not None and fact_type != memory.fact_type:
-        if not fact_type.strip() or len(fact_type) > 64:
-            raise InvalidInput("must be 1-64 characters", field="fact_type")
-        check_text(fact_type, "fact_type")
-        memory.fact_type = fact_type
-        changed.append("fact_type")
-    # The dates the memory carries (when it happened, when its source made it); ``retained_at`` is this
-    # system's own record of storing it and is never edited. Old and new values go in the audit event.
-    dates: dict[str, list[str | None]] = {}
-    occurred_at = validate_time(occurred_at, "occurred_at")
-    if clear_occurred_at and occurred_at is None and memory.occurred_at is not None:
-        dates["occurred_at"] = [memory.occurred_at.isoformat(), None]
-        memory.occurred_at = None
-        changed.append("occurred_at")
-    if occurred_at is not None and occurred_at != memory.occurred_at:
-        dates["occurred_at"] = [memory.occurred_at.isoformat() if memory.occurred_at else None, occurred_at.isoformat()]
-        memory.occurred_at = occurred_at
-        changed.append("occurred_at")
-    created_at = validate_time(created_at, "created_at")
-    if created_at is not None and created_at != memory.created_at:
-        dates["created_at"] = [memory.created_at.isoformat(), created_at.isoformat()]
-        memory.created_at = created_at
-        changed.append("created_at")
-    if not changed:
-        return memory
-    # A new text names what it names: its entities are extracted again (a remote call, before the
-    # transaction) and replace the old mentions, so "Berlin" corrected to "Tokyo" no longer lists Berlin.
-    entities = ([{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(memory.text)]
-                if "text" in changed and reextract else None)
-    try:
-        with transaction.atomic():
-            row_update(memory, changed, tags_before=tags_before)
-            if entities is not None:
-                _mentions_replace(memory, entities)
-            audit_record(actor=actor, action="memory.update", bank=memory.bank, target_ids=[memory.memory_id],
-                         reason=reason, details={"fields": [f for f in changed if not f.startswith("embedding")
-                                                            and f != "content_hash"], **({"dates": dates} if dates else {})})
-            if "text" in changed:
-                from banks.services.observations import observations_invalidate_for_memories
-
-                observations_invalidate_for_memories(bank=memory.bank, memory_ids=[memory.memory_id],
-                                                     actor=actor, reason="source memory edited")
-    except IntegrityError as exc:
-        if violated_constraint(exc) == "memory_content_unique_per_bank":
-            # Stored by a concurrent retain between the check above and this save.
-            raise _content_conflict(memory.bank_id, memory.content_hash, memory.pk) from None
-        raise
-    return memory
-
-
-def _mentions_replace(memory: Memory, entities: list[dict[str, Any]]) -> None:
-    """The memory's mentions become ``entities``: old ones taken off, new ones linked, counts moved once."""
-    deltas = mentions_take(memory.bank_id, [memory.pk])
-    _, linked = attach_entities(memory, entities, count=False)
-    for pk in linked:
-        deltas[pk] = deltas.get(pk, 0) + 1
-    mentions_count(memory.bank_id, deltas)
-
-
-def memories_archive(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> list[str]:
-    """Archive the live ones among ``memory_ids``; returns those archived (one audit event, written by
-    the rows' owner)."""
-    with transaction.atomic():
-        return rows_archive(bank, memory_ids=memory_ids, actor=actor, reason=reason)
-
-
-def memories_restore(*, bank: Bank, memory_ids: list[str], actor: str, reason: str = "") -> tuple[list[str], list[str]]:
-    """Restore archived memories unless a live one already holds the same content (of two archived
-    copies of one text, the older comes back). Returns (restored ids, ids left archived because of a
-    clash). Three queries and one audit event, whatever the number of ids."""
-    restored: list[str] = []
-    clashing: list[str] = []
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            # Restoring brings content back to life, as a retain does: same lock, same check.
-            lock_bank_for_new_content(bank)
-            rows = list(Memory.objects.filter(bank=bank, memory_id__in=memory_ids, archived_at__isnull=False,
-                                              forgotten_at__isnull=True)
-                        .order_by("pk").values_list("pk", "memory_id", "content_hash"))
-            taken = set(Memory.objects.live().filter(bank=bank, content_hash__in={h for _, _, h in rows})
-                        .values_list("content_hash", flat=True))
-            pks: list[int] = []
-            for pk, memory_id, digest in rows:
-                if digest in taken:
-                    clashing.append(memory_id)
-                    continue
-                taken.add(digest)
-                pks.append(pk)
-                restored.append(memory_id)
-            if pks:
-                # The owner records the restore (one event naming the rows that came back).
-                restored = rows_restore(bank, pks, now, actor=actor, reason=reason)
-    except IntegrityError as exc:
-        if violated_constraint(exc) == "memory_content_unique_per_bank":
-            # An import (which takes no bank lock) stored the same content meanwhile.
-            raise Conflict("A live memory took the same content while restoring; nothing was restored",
-                           constraint="memory_content_unique_per_bank") from None
-        raise
-    return restored, clashing
-
-
-def memory_archive(*, memory: Memory, actor: str, reason: str = "") -> Memory:
-    memories_archive(bank=memory.bank, memory_ids=[memory.memory_id], actor=actor, reason=reason)
-    memory.refresh_from_db()
-    return memory
-
-
-def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
-    if memory.archived_at is None:
-        return memory
-    _, clashing = memories_restore(bank=memory.bank, memory_ids=[memory.memory_id], actor=actor, reason=reason)
-    if clashing:
-        clash = (Memory.objects.live().filter(bank_id=memory.bank_id, content_hash=memory.content_hash)
-                 .values_list("memory_id", flat=True).first())
-        raise Conflict(f"Cannot restore: memory '{clash}' already holds the same content", duplicate_of=clash)
-    memory.refresh_from_db()
-    return memory

@@ -18,7 +18,7 @@ from banks.access import Principal, authorize
 from banks.models import Bank, DuplicatePair, Memory, MemoryEntity, MemoryLink, ObservationEvidence
 from banks.services.audit import audit_record
 from banks.services.entities import link_memory_entities
-from banks.services.memories import memory_update, prepare_text
+from banks.services.memory_edit import memory_update, prepare_text
 from banks.services.memory_rows import row_update, rows_merge_into, rows_not_duplicates_note
 from memoryhub.errors import InvalidInput, NotFound
 

@@ -37,7 +37,9 @@ from banks.services.access_log import access_log_days
 from banks.services.bulk import ACTIONS, bulk_apply
 from banks.services.bulk_jobs import bulk_job_start, bulk_runs_as_job
 from banks.services.forget import memory_forget
-from banks.services.memories import memory_archive, memory_get, memory_restore, memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_archiving import memory_archive, memory_restore
+from banks.services.memory_edit import memory_get, memory_update
 from banks.services.merge import memory_merge
 from banks.services.usage import usage_record_access
 from curation.access import actor, operator, operator_bank

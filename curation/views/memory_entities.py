@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from banks.services.memories import memory_get
+from banks.services.memory_edit import memory_get
 from banks.services.memory_entities import memory_entity_add, memory_entity_remove, memory_entity_retype
 from curation.access import actor, operator_bank
 from memoryhub.errors import InvalidInput, MemoryHubError

@@ -10,7 +10,8 @@ import pytest
 from banks.models import Bank, BankMembership, Memory
 from banks.recall_fusion import RecallConfig
 from banks.selectors.recall import RecallFilters, recall_memories
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DAY = datetime(2024, 3, 9, 11, 0, tzinfo=UTC)

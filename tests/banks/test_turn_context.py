@@ -13,7 +13,8 @@ from banks.providers.embeddings import cosine
 from banks.recall_fusion import RecallConfig
 from banks.selectors.recall import recall_memories
 from banks.services.forget import memory_forget
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 from banks.turn_context import (
     Turn,
     compose_context,

@@ -8,7 +8,8 @@ import pytest
 
 from banks.models import BankMembership, BankRole, Job, JobState
 from banks.selectors.consolidation import consolidation_backlog_rows
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 from banks.services.observations import observation_create, observation_invalidate, observation_update
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ import pytest
 from django.db import transaction
 
 from banks.models import AuditEvent, Entity, Memory
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 from banks.services.memory_rows import mentions_recount
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from banks.models import AuditEvent, BankMembership
 from banks.selectors.neighbours import memory_neighbours, near_duplicate_threshold
-from banks.services.memories import memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_edit import memory_update
 from banks.services.observations import observation_create
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from banks.models import Bank, EntityLink, Memory, MemoryLink
 from banks.services.directives import directive_create
 from banks.services.holds import hold_set
-from banks.services.memories import memory_archive, memory_retain
+from banks.services.memories import memory_retain
+from banks.services.memory_archiving import memory_archive
 from banks.services.mental_models import mental_model_create, mental_model_refresh
 from banks.services.merge import memory_merge
 from banks.services.observations import observation_create

@@ -57,7 +57,7 @@ def test_forget_scope_all_needs_admin(api_for, ids):
 def test_archive_is_reversible(api, ids):
     body = api.post("/v1/forget", {"bank_id": "user-alice", "memory_ids": [ids["a"]], "archive": True}).json()
     assert body == {"deleted_count": 0, "archived_count": 1}
-    from banks.services.memories import memory_restore
+    from banks.services.memory_archiving import memory_restore
 
     memory_restore(memory=Memory.objects.get(memory_id=ids["a"]), actor="test")
     assert ids["a"] in live_ids()

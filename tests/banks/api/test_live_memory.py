@@ -93,7 +93,7 @@ class TestObservations:
         a = api.post("/v1/observations", {**BANK, "text": "Likes tea.", "source_ids": [m1]}).json()["id"]
         b = api.post("/v1/observations", {**BANK, "text": "Likes matcha.", "source_ids": [m2]}).json()["id"]
         api.post("/v1/forget", {**BANK, "memory_ids": [m1]})
-        from banks.services.memories import memory_update
+        from banks.services.memory_edit import memory_update
 
         memory_update(memory=Memory.objects.get(memory_id=m2), actor="test", text="Alice orders hojicha.")
         live = api.get("/v1/observations", BANK).json()["observations"]

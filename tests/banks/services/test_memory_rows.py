@@ -12,7 +12,7 @@ from banks.selectors.near_duplicates import nearest_live_memory
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.graph import entity_link_create
-from banks.services.memories import memory_update
+from banks.services.memory_edit import memory_update
 from banks.services.memory_rows import rows_contexts_rebuild
 from banks.services.vector_indexes import bank_vector_index_adopt
 from memoryhub.errors import Conflict

@@ -15,7 +15,8 @@ from banks.models import AuditEvent, Bank, Job, Memory
 from banks.services.bulk import bulk_apply
 from banks.services.bulk_jobs import bulk_job_start, bulk_job_work
 from banks.services.holds import hold_set
-from banks.services.memories import memories_archive, memories_restore, memory_update
+from banks.services.memory_archiving import memories_archive, memories_restore
+from banks.services.memory_edit import memory_update
 from banks.services.memory_rows import rows_restore
 from portability.records import MemoryRecord
 from portability.services.importer import archive_import

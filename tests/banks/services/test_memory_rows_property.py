@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from banks.models import Bank, Memory
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
-from banks.services.memories import memories_restore, memory_retain, memory_update
+from banks.services.memories import memory_retain
+from banks.services.memory_archiving import memories_restore
+from banks.services.memory_edit import memory_update
 from banks.services.merge import memory_merge
 from memoryhub.errors import MemoryHubError
 from tests.factories import make_bank, make_import, row_invariant_breaks

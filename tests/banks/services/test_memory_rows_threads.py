@@ -9,7 +9,7 @@ from django.db import OperationalError, connection, transaction
 
 from banks.models import Memory
 from banks.services.bulk import bulk_apply
-from banks.services.memories import memory_update
+from banks.services.memory_edit import memory_update
 from memoryhub.errors import Conflict, database_error_as_domain_error
 from tests.banks.services.conftest import run_in_threads
 from tests.factories import make_bank, make_import, make_memory, row_invariant_breaks

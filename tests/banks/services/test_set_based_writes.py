@@ -10,7 +10,8 @@ from banks.models import AuditEvent, Entity, Memory, MemoryEntity
 from banks.selectors.audit import audit_events_about
 from banks.services import forget
 from banks.services.entities import attach_entities
-from banks.services.memories import memories_archive, memories_restore, memory_retain
+from banks.services.memories import memory_retain
+from banks.services.memory_archiving import memories_archive, memories_restore
 from memoryhub.errors import Conflict, database_error_as_domain_error
 
 pytestmark = pytest.mark.django_db
