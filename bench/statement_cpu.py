@@ -105,7 +105,8 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute("SET log_statement_stats = off")
         now["sql"] = None
-        rows_delete(bank, list(Memory.objects.filter(bank=bank, memory_id__in=written).values_list("id", flat=True)))
+        mine = Memory.objects.filter(bank=bank, memory_id__in=written).values_list("pk", flat=True)
+        rows_delete(bank, list(mine), actor="bench", reason="written by bench/statement_cpu.py")
         token_revoke(token=token, actor="bench")
     for op in ("recall", "retain"):
         n = max(served[op], 1)
