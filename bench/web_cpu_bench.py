@@ -154,7 +154,7 @@ def reset(bank: Bank) -> None:
     """Back to the seed: every run recalls over the same rows (a run retains a thousand or so)."""
     with transaction.atomic():
         rows_delete(bank, list(Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed")
-                               .values_list("pk", flat=True)))
+                               .values_list("pk", flat=True)), actor="bench", reason="back to the seed")
     vacuum()
 
 
