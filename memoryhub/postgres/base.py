@@ -20,6 +20,7 @@ from django.db.models import Model
 
 from memoryhub.embedded import EMBEDDED_PGDATA_MARK
 from memoryhub.postgres.schema import DatabaseSchemaEditor
+from memoryhub.postgres.timestamps import iso_adapters
 
 
 class DatabaseFeatures(features.DatabaseFeatures):
@@ -44,6 +45,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 f"The embedded PostgreSQL in {pgdata} was not started by this "
                 "process: run MemoryHub through manage.py (make run), or set DATABASE_URL.")
         params: dict[str, Any] = super().get_connection_params()
+        if "context" in params:  # timestamptz read in C (memoryhub.postgres.timestamps)
+            params["context"] = iso_adapters(params["context"], self.timezone)
         return params
 
     def is_usable(self) -> bool:
