@@ -177,7 +177,8 @@ def build_embedder(spec: str) -> Embedder:
             from banks.providers.minilm import MiniLMEmbedder
 
             return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBED_THREADS or None,
-                                  runtime=settings.MEMORYHUB_MINILM_RUNTIME, cache_dir=settings.VAR_DIR / "models")
+                                  runtime=settings.MEMORYHUB_MINILM_RUNTIME, cache_dir=settings.VAR_DIR / "models",
+                                  weights=settings.MEMORYHUB_MINILM_WEIGHTS)
         except Exception as exc:  # any failure to load the local model: reported, never replaced by another
             reason = f"{exc.__class__.__name__}: {exc}"
             logger.error("embedding model %s could not load (%s); writes to its banks are refused", spec, reason)

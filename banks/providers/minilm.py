@@ -10,7 +10,9 @@ padding stays small.
 With ONNX Runtime installed (``MEMORYHUB_MINILM_RUNTIME``: ``auto``, the default, ``onnx`` or
 ``numpy``), the same weights run as an ONNX graph written at load (banks.providers.minilm_onnx):
 the same vectors to float32 rounding, a question in about half the CPU time (4.2 against 8.7 ms
-on a busy machine, one thread each).
+on a busy machine, one thread each). ``MEMORYHUB_MINILM_WEIGHTS=int8`` runs its matrix products on
+8-bit weights instead (banks.providers.minilm_onnx): vectors at cosine 0.999 or more from the float
+ones, under the same model name, since they compare with a bank's stored float vectors.
 
 The matrices of one question are tiny (a dozen rows): BLAS threads cost more to hand work to
 than they save, and on a busy machine a multi-threaded BLAS made one question 5x slower at the
@@ -76,7 +78,7 @@ class MiniLMEmbedder:
     name = MODEL_NAME
 
     def __init__(self, model_dir: Path | None = None, threads: int | None = 1, runtime: str = "numpy",
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, weights: str = "float") -> None:
         # Found now (absent weights raise here, and the caller falls back); read on first use: the weights
         # and tokenizer hold about 130 MB, which an import whose archive carries every vector never needs.
         self.model_dir = model_dir or bundled_model_dir()
@@ -89,6 +91,10 @@ class MiniLMEmbedder:
 
         # "auto": ONNX Runtime when it is installed. Decided now, so the embedder says what it runs.
         self.runtime = "onnx" if runtime == "onnx" or (runtime == "auto" and minilm_onnx.available()) else "numpy"
+        if weights not in minilm_onnx.WEIGHTS:
+            raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
+        # int8 is an ONNX Runtime graph; numpy runs the float weights, whose vectors int8's stay beside.
+        self.weights = weights if self.runtime == "onnx" else "float"
         self._onnx: Any = None
         self.cache_dir = cache_dir  # where the ONNX graph is kept between processes (banks.providers.minilm_onnx)
         self._blas: Any = None
@@ -107,7 +113,7 @@ class MiniLMEmbedder:
         if self.runtime == "onnx":
             from banks.providers.minilm_onnx import OnnxForward
 
-            self._onnx = OnnxForward(self.model_dir, self.threads, self.cache_dir)
+            self._onnx = OnnxForward(self.model_dir, self.threads, self.cache_dir, self.weights)
         else:
             self._load_weights()
 

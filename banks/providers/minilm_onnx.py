@@ -7,6 +7,12 @@ and BiasGelu operators), then mean pooling over the attention mask; the L2 norma
 A question of a dozen word pieces is read through about 40 MB of weights, which numpy hands to BLAS
 one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
+
+With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``) the 24 matrix products of the encoder read 8-bit
+weights in blocks of 32 inputs, each block with its own scale (ONNX Runtime's MatMulNBits, whose int8
+kernels also quantize the activations per block); the embeddings, layer norms, attention scores and
+pooling stay float. Per-block scales keep every vector at cosine 0.999 or more from the float graph's
+over the committed recall data, where whole-tensor dynamic quantization gave 0.988 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -37,9 +43,30 @@ def available() -> bool:
     return True
 
 
-def build_model(model_dir: Path) -> bytes:
+# int8 weights: each matrix product's weights in blocks of this many inputs, one scale per block and output.
+INT8_BLOCK = 32
+WEIGHTS = ("float", "int8")
+
+
+def int8_blocks(weight: np.ndarray, block: int = INT8_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """``weight`` [N outputs, K inputs] as MatMulNBits reads 8-bit weights: uint8 [N, K / block, block]
+    centred on 128 (symmetric, so no zero points are stored), and the float scales [N * K / block]."""
+    outputs, inputs = weight.shape
+    blocks = -(-inputs // block)
+    padded = np.pad(weight, ((0, 0), (0, blocks * block - inputs))).reshape(outputs, blocks, block)
+    scales = np.abs(padded).max(axis=-1) / 127.0
+    scales[scales == 0] = 1.0
+    quantized = np.clip(np.rint(padded / scales[..., None]), -127, 127).astype(np.int16) + 128
+    return quantized.astype(np.uint8), scales.reshape(-1).astype(np.float32)
+
+
+def build_model(model_dir: Path, weights: str = "float") -> bytes:
     """The serialized ONNX graph of the model in ``model_dir`` (inputs ids [B, L] int64, positions [L]
-    int64, mask [B, L] float; output the mean-pooled, not yet normalised, [B, 384] float)."""
+    int64, mask [B, L] float; output the mean-pooled, not yet normalised, [B, 384] float).
+
+    ``weights``: "float", or "int8" (the encoder's matrix products on 8-bit weights, see OnnxForward)."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
@@ -64,7 +91,27 @@ def build_model(model_dir: Path) -> bytes:
                                            const(prefix + ".b", raw[prefix + ".bias"])], out, axis=-1, epsilon=eps)
 
     def matmul(x: str, weight: np.ndarray, out: str) -> str:
+        """x @ weight.T (``weight`` as stored: [outputs, inputs])."""
+        if weights == "int8":
+            blocks, scales = int8_blocks(weight)
+            # accuracy_level 4: the activations are quantized per block too, onto the int8 kernels.
+            return node("MatMulNBits", [x, const(out + ".q8", blocks), const(out + ".s", scales)], out, domain=MS,
+                        K=weight.shape[1], N=weight.shape[0], bits=8, block_size=INT8_BLOCK, accuracy_level=4)
         return node("MatMul", [x, const(out + ".w", np.ascontiguousarray(weight.T))], out)
+
+    def attention(x: str, qkv_w: np.ndarray, qkv_b: np.ndarray, mask_index: str, out: str) -> str:
+        """Self-attention from the packed query/key/value weights [3 * hidden, hidden] and the 0/1 mask."""
+        if weights == "int8":
+            # The Attention operator takes float weights only: the packed product on 8-bit weights, then
+            # the same kernel without weights (its bias added there).
+            qkv = matmul(x, qkv_w, out + ".qkv")
+            q, k, v = out + ".q", out + ".k", out + ".v"
+            nodes.append(helper.make_node("Split", [qkv, const(out + ".split", np.array([hidden] * 3, dtype=np.int64))],
+                                          [q, k, v], axis=2))
+            return node("MultiHeadAttention", [q, k, v, const(out + ".b", qkv_b), mask_index], out, domain=MS,
+                        num_heads=heads)
+        return node("Attention", [x, const(out + ".w", np.ascontiguousarray(qkv_w.T)), const(out + ".b", qkv_b),
+                                  mask_index], out, domain=MS, num_heads=heads)
 
     def skip_norm(x: str, skip: str, prefix: str, bias: np.ndarray, out: str) -> str:
         """layer_norm(x + bias + skip)."""
@@ -88,9 +135,7 @@ def build_model(model_dir: Path) -> bytes:
         p = f"encoder.layer.{i}."
         qkv_w = np.concatenate([raw[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")])
         qkv_b = np.concatenate([raw[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-        context = node("Attention", [x, const(f"l{i}.qkv.w", np.ascontiguousarray(qkv_w.T)),
-                                     const(f"l{i}.qkv.b", qkv_b), mask_index], f"l{i}.ctx",
-                       domain=MS, num_heads=heads)
+        context = attention(x, qkv_w, qkv_b, mask_index, f"l{i}.ctx")
         attended = matmul(context, raw[p + "attention.output.dense.weight"], f"l{i}.out")
         x = skip_norm(attended, x, p + "attention.output.LayerNorm", raw[p + "attention.output.dense.bias"],
                       f"l{i}.ln1")
@@ -115,20 +160,20 @@ def build_model(model_dir: Path) -> bytes:
     return model.SerializeToString()
 
 
-def cached_model(model_dir: Path, cache_dir: Path) -> Path:
+def cached_model(model_dir: Path, cache_dir: Path, weights: str = "float") -> Path:
     """The graph of ``model_dir`` as a file under ``cache_dir``, written on first use.
 
     Writing the graph takes about 3 s (idle machine; several times that on a busy one), and every web
     and worker process would pay it at its first question: the file is named after the weights' size
     and time and GRAPH_VERSION, and written whole under a temporary name, then renamed, so a process
     never reads half of one that another is writing."""
-    weights = (model_dir / "model.safetensors").stat()
-    key = hashlib.sha256(f"{model_dir.resolve()}:{weights.st_size}:{weights.st_mtime_ns}:{GRAPH_VERSION}".encode())
-    path = cache_dir / f"minilm-{key.hexdigest()[:16]}.onnx"
+    stat = (model_dir / "model.safetensors").stat()
+    key = hashlib.sha256(f"{model_dir.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{GRAPH_VERSION}".encode())
+    path = cache_dir / f"minilm-{key.hexdigest()[:16]}{'' if weights == 'float' else '-' + weights}.onnx"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_bytes(build_model(model_dir))
+        partial.write_bytes(build_model(model_dir, weights))
         os.replace(partial, path)
     return path
 
@@ -136,9 +181,11 @@ def cached_model(model_dir: Path, cache_dir: Path) -> Path:
 class OnnxForward:
     """The model's forward pass on an ONNX Runtime session of ``threads`` threads (None or 0: its default).
 
-    ``cache_dir``: where the written graph is kept between processes (None: written in memory each time)."""
+    ``cache_dir``: where the written graph is kept between processes (None: written in memory each time).
+    ``weights``: see build_model."""
 
-    def __init__(self, model_dir: Path, threads: int | None, cache_dir: Path | None = None) -> None:
+    def __init__(self, model_dir: Path, threads: int | None, cache_dir: Path | None = None,
+                 weights: str = "float") -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -149,11 +196,11 @@ class OnnxForward:
         model: str | bytes | None = None
         if cache_dir is not None:
             try:
-                model = str(cached_model(model_dir, cache_dir))
+                model = str(cached_model(model_dir, cache_dir, weights))
             except OSError as exc:  # a read-only or full disk: the graph is written in memory, as without a cache
                 logger.warning("could not keep the MiniLM graph under %s (%s)", cache_dir, exc)
         if model is None:
-            model = build_model(model_dir)
+            model = build_model(model_dir, weights)
         self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -71,3 +71,46 @@ def test_the_graph_runs_bert_blocks_on_onnx_runtime_fused_kernels() -> None:
     assert ops.count("Attention") == 6 and ops.count("BiasGelu") == 6
     assert ops.count("SkipLayerNormalization") == 12
     assert "Softmax" not in ops and "Erf" not in ops
+
+
+def test_int8_weights_stay_beside_the_float_vectors() -> None:
+    """The opt-in int8 graph (MEMORYHUB_MINILM_WEIGHTS=int8): 8-bit weights in blocks of 32, every vector
+    close enough to the float model's that a bank's stored float vectors and new int8 ones compare."""
+    float_model, int8_model = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="onnx", weights="int8")
+    batch = int8_model.embed_array(TEXTS)
+    alone = np.array([int8_model.embed_one(t) for t in TEXTS], dtype=np.float32)
+    assert np.abs(batch - alone).max() < 1e-4  # padding and its mask change nothing
+    cosines = (float_model.embed_array(TEXTS) * batch).sum(axis=1)
+    assert cosines.min() > 0.998, cosines
+    assert int8_model.name == float_model.name
+
+
+def test_the_int8_graph_runs_every_matrix_product_on_8_bit_weights(tmp_path) -> None:
+    import onnx
+
+    from banks.providers.minilm import bundled_model_dir
+
+    graph = onnx.load_from_string(minilm_onnx.build_model(bundled_model_dir(), "int8")).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("MatMulNBits") == 24 and ops.count("MultiHeadAttention") == 6
+    assert "MatMul" not in ops and "Attention" not in ops
+    # Kept in its own file beside the float graph's.
+    MiniLMEmbedder(runtime="onnx", weights="int8", cache_dir=tmp_path).embed_one("x")
+    MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path).embed_one("x")
+    assert sorted(p.name.endswith("-int8.onnx") for p in tmp_path.glob("minilm-*.onnx")) == [False, True]
+
+
+def test_without_onnx_runtime_int8_runs_the_float_weights_and_unknown_weights_are_refused() -> None:
+    assert MiniLMEmbedder(runtime="numpy", weights="int8").weights == "float"
+    assert MiniLMEmbedder(runtime="onnx", weights="int8").weights == "int8"
+    with pytest.raises(ValueError):
+        MiniLMEmbedder(runtime="onnx", weights="int4")
+
+
+def test_the_server_builds_minilm_with_the_configured_weights(settings) -> None:
+    from banks.providers.embeddings import build_embedder
+
+    assert settings.MEMORYHUB_MINILM_WEIGHTS == "int8"  # the default (docs/benchmarks.md: quality, CPU)
+    assert getattr(build_embedder("minilm"), "weights", None) == "int8"
+    settings.MEMORYHUB_MINILM_WEIGHTS = "float"
+    assert getattr(build_embedder("minilm"), "weights", None) == "float"
