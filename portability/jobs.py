@@ -180,7 +180,7 @@ def reembed_bank(*, bank: Bank, job: Job | None = None, batch: int = 500, after_
         # A conversation turn's vector is made from its text and its context (banks.turn_context).
         vectors = embedder.embed([embedding_text(m.text, m.context) for m in rows])
         with transaction.atomic():
-            rows_reembed([m.pk for m in rows], [vector_literal(v) for v in vectors], embedder.name,
+            rows_reembed(bank.pk, [m.pk for m in rows], [vector_literal(v) for v in vectors], embedder.name,
                          embedder.dimensions)
         done += len(rows)
         last_pk = rows[-1].pk

@@ -55,3 +55,26 @@ def test_reembed_runs_from_bank_settings_and_resumes_after_its_last_batch(celery
         pk__in=[stopped.pk, resumed.pk]).first(), timeout=120)
     assert full.state == "succeeded" and full.progress_done == N and full.counts == {"reembedded": N}
     assert Memory.objects.filter(bank=bank, embedding_dims=embedder.dimensions).count() == N
+
+
+@pytest.mark.django_db
+def test_reembedding_a_bank_writes_its_own_rows_alone(make_bank):
+    """Run in this process (the routing check sees each statement; the job's usual home, the worker, is
+    another process): the update names the bank, and the other bank's vectors stay as they were."""
+    from portability.jobs import reembed_bank
+
+    now = timezone.now()
+
+    def fill(bank_id: str) -> list[Memory]:
+        bank = make_bank(bank_id)
+        return Memory.objects.bulk_create([
+            Memory(bank=bank, memory_id=f"m{i}", text=f"note {i}", retained_at=now, created_at=now,
+                   content_hash=content_hash(f"note {i}"), embedding=[0.0] * 3 + [1.0], embedding_model="old-model",
+                   embedding_dims=4) for i in range(3)])
+
+    mine, other = fill("team-mine"), fill("team-other")
+    assert reembed_bank(bank=mine[0].bank) == 3
+    embedder = bank_embedder(mine[0].bank)
+    assert set(Memory.objects.filter(bank=mine[0].bank).values_list("embedding_model", flat=True)) == {embedder.name}
+    assert list(Memory.objects.filter(bank=other[0].bank).values_list("embedding_model", "embedding_dims")) == \
+        [("old-model", 4)] * 3

@@ -47,12 +47,13 @@ def rows_vectors_fill(bank_pk: int, pks: Sequence[int], literals: Sequence[str],
                        [model, dims, bank_pk])
 
 
-def rows_reembed(pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
-    """Replace the vectors of ``pks`` with ``model``'s (the re-embed job), in one statement."""
+def rows_reembed(bank_pk: int, pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
+    """Replace the vectors of the rows ``pks`` of a bank with ``model``'s (the re-embed job), in one
+    statement. The bank is named so the update goes to the bank's rows alone (its shard, its keys)."""
     with connection.cursor() as cursor:
         cursor.execute("UPDATE banks_memory m SET embedding = v.embedding::vector, embedding_model = %s, "
                        "embedding_dims = %s FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) "
-                       "WHERE m.id = v.id", [model, dims, list(pks), list(literals)])
+                       "WHERE m.bank_id = %s AND m.id = v.id", [model, dims, list(pks), list(literals), bank_pk])
 
 
 def rows_vector_tier_adopt(bank_pk: int) -> None:
