@@ -193,7 +193,8 @@ def _forget_pairs(bank: Bank) -> None:
             chunk = list(DuplicatePair.objects.filter(bank=bank).values_list("pk", flat=True)[:DELETE_CHUNK])
             if not chunk:
                 return
-            DuplicatePair.objects.filter(pk__in=chunk).delete()
+            # The bank named again: by id alone the delete would go to every bank's shard.
+            DuplicatePair.objects.filter(bank=bank, pk__in=chunk).delete()
 
 
 __all__ = ["KIND", "ScanOutcome", "duplicates_rescan_all", "duplicates_scan", "duplicates_scan_start", "last_scan"]

@@ -158,3 +158,21 @@ def test_the_review_reads_a_banks_first_pairs_in_the_indexs_own_order(make_bank)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
     assert "duplicate_pair_bank_sim_id" in plan and "Sort" not in plan, plan
+
+
+@pytest.mark.django_db
+def test_a_full_scan_forgets_its_own_banks_pairs_alone(make_bank):
+    """Run in this process (the routing check sees each statement; the scan's usual home, the worker,
+    is another process): the full scan's fresh start deletes the bank's stored pairs, named by bank,
+    and leaves another bank's pairs as they were."""
+    from banks.services.duplicate_scan import duplicates_scan
+
+    mine, other = make_bank("team-mine"), make_bank("team-other")
+    for bank in (mine, other):
+        a, b, c = (memory_retain(bank=bank, text=t, actor="test", near_dedup=False).memory.pk
+                   for t in ("a note on jazz", "a note on blues", "a note on the harbour"))
+        DuplicatePair.objects.bulk_create([DuplicatePair(bank=bank, memory_a_id=a, memory_b_id=b, similarity=0.99),
+                                           DuplicatePair(bank=bank, memory_a_id=a, memory_b_id=c, similarity=0.98)])
+    duplicates_scan(bank=mine, threshold=0.999, full=True)
+    assert DuplicatePair.objects.filter(bank=mine).count() == 0
+    assert DuplicatePair.objects.filter(bank=other).count() == 2
