@@ -10,6 +10,11 @@ from a test's code, also when the application calls that code, as it calls a sta
 lists the others at the end of the run; ``strict`` fails the test that sent one. The allow-list is
 printed with its reasons and hit counts either way.
 
+Every connection Django opens during a test is checked, in whatever thread (recall's helper thread,
+memoryhub.read_beside; the usage writer; a live server's), each statement judged from the stack of the
+thread that sent it. Eager tasks run in the test's thread; a real Celery worker (tests/worker.py) runs
+the check in its own process (tests/routed_worker.py) and its findings count for the test that started it.
+
 The check reads the statement's text, not a parse tree: a statement pinned in one sub-select and not
 in another passes. It is a net for the common mistakes (a lookup by surrogate ``id`` alone, a
 ``pk__in`` over several banks), not a proof.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +93,33 @@ class RoutingCheck:
     allowed: dict[str, int] = field(default_factory=dict)
     current_test: str = ""
     failures: list[str] = field(default_factory=list)
+    active: bool = False
+    log: Path | None = None  # a real worker's check writes its findings here, for the test run to read
+
+    def note(self, sql: str) -> None:
+        """A statement that does not pin one bank: let through (allow-list, the tests' own) or found."""
+        allowed, sender = _stack()
+        if allowed:
+            self.allowed[allowed] = self.allowed.get(allowed, 0) + 1
+            return
+        if sender is None:  # the tests' own looks at the database are not checked
+            return
+        where = f"{sender[0]}:{sender[1]}"
+        thread = threading.current_thread()
+        if thread is not threading.main_thread():
+            where += f" (thread {thread.name})"
+        if self.log is not None:
+            with self.log.open("a") as log:
+                log.write(f"{where} (Celery worker)\t{shape(sql)}\n")
+            return
+        self.found(where, shape(sql))
+
+    def found(self, where: str, text: str) -> None:
+        key = (where, text)
+        finding = self.findings.setdefault(key, Finding(where, text))
+        finding.tests.add(self.current_test)
+        if self.strict:
+            self.failures.append(f"{where}: {text}")
 
 
 _TABLE = re.compile(r'"?\b(banks_[a-z_]+|portability_[a-z_]+)\b"?')
@@ -187,26 +220,72 @@ def _stack() -> tuple[str | None, tuple[str, str] | None]:
 
 def wrapper(check: RoutingCheck) -> Callable[..., Any]:
     def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        if isinstance(sql, str):
+        if check.active and isinstance(sql, str):
             verdict = _VERDICTS.get(sql)
             if verdict is None:
                 verdict = pins_one_bank(sql, check.tables)
                 if len(_VERDICTS) < 50_000:
                     _VERDICTS[sql] = verdict
             if not verdict:
-                allowed, sender = _stack()
-                if allowed:
-                    check.allowed[allowed] = check.allowed.get(allowed, 0) + 1
-                elif sender is not None:  # the tests' own looks at the database are not checked
-                    where = f"{sender[0]}:{sender[1]}"
-                    key = (where, shape(sql))
-                    finding = check.findings.setdefault(key, Finding(where, key[1]))
-                    finding.tests.add(check.current_test)
-                    if check.strict:
-                        check.failures.append(f"{where}: {key[1]}")
+                check.note(sql)
         return execute(sql, params, many, context)
 
     return execute
+
+
+def install(check: RoutingCheck) -> None:
+    """Hook the check into every connection Django opens, in any thread, for the rest of the process.
+
+    Django keeps a connection object per thread and alias: recall's helper thread
+    (memoryhub.read_beside), the usage writer and a live server's threads each get their own, which a
+    wrapper put on the test's thread's connections never sees. So each connection object gets the
+    wrapper when it is made (and the ones this thread has already); the wrapper checks only while a
+    test runs (``check.active``), from the thread that sent the statement (its own stack)."""
+    from django.db import connections
+
+    hook = wrapper(check)
+    made = connections.create_connection
+
+    def create_connection(alias: str) -> Any:
+        connection = made(alias)
+        connection.execute_wrappers.append(hook)
+        return connection
+
+    connections.create_connection = create_connection  # type: ignore[method-assign]
+    for connection in connections.all(initialized_only=True):
+        if hook not in connection.execute_wrappers:
+            connection.execute_wrappers.append(hook)
+
+
+# A real Celery worker (tests/worker.py) is a process of its own: it runs the check on its connections
+# (tests/routed_worker.py) and writes what it finds to a file named by this variable; each test's end
+# reads the files of the workers started since, as if the test had sent those statements itself.
+WORKER_LOG_VARIABLE = "MEMORYHUB_BANK_ROUTING_LOG"
+_WORKER_LOGS: list[Path] = []
+
+
+def worker_log(folder: Path) -> Path | None:
+    """The findings file for a real worker about to start in ``folder`` (None: the check is off)."""
+    if mode() not in ("report", "strict"):
+        return None
+    log = folder / f"bank-routing-{len(_WORKER_LOGS)}-{os.getpid()}.log"
+    log.touch()
+    _WORKER_LOGS.append(log)
+    return log
+
+
+def worker_install(log: str) -> None:
+    """In a worker process: check every statement its tasks send, writing what does not pin a bank to ``log``."""
+    install(RoutingCheck(strict=False, tables=bank_tables(), active=True, log=Path(log)))
+
+
+def _worker_findings(check: RoutingCheck) -> None:
+    while _WORKER_LOGS:
+        log = _WORKER_LOGS.pop()
+        lines = log.read_text().splitlines() if log.exists() else []
+        for line in lines:
+            where, _, text = line.partition("\t")
+            check.found(where, text)
 
 
 def mode() -> str:
@@ -221,18 +300,14 @@ def bank_routing_check(request: pytest.FixtureRequest) -> Iterator[None]:
     if check is None:
         yield
         return
-    from django.db import connections
-
     check.current_test = request.node.nodeid
     check.failures = []
-    hooks = [connections[alias].execute_wrapper(wrapper(check)) for alias in connections]
-    for hook in hooks:
-        hook.__enter__()
+    check.active = True
     try:
         yield
     finally:
-        for hook in reversed(hooks):
-            hook.__exit__(*sys.exc_info())
+        check.active = False
+        _worker_findings(check)
     if check.failures:
         pytest.fail("statements not pinned to one bank:\n  " + "\n  ".join(sorted(set(check.failures))))
 
@@ -252,7 +327,9 @@ def session_start(session: pytest.Session) -> None:
     import django
 
     django.setup()
-    config._bank_routing = RoutingCheck(strict=config._bank_routing_strict, tables=bank_tables())  # type: ignore[attr-defined]
+    check = RoutingCheck(strict=config._bank_routing_strict, tables=bank_tables())  # type: ignore[attr-defined]
+    install(check)
+    config._bank_routing = check  # type: ignore[attr-defined]
 
 
 def summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -1,10 +1,14 @@
-"""The statement-routing check's own rule (tests/bank_routing.py), on statement texts."""
+"""The statement-routing check (tests/bank_routing.py): its rule on statement texts, and what it sees (every
+thread's connections, a real worker's statements)."""
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
 
-from tests.bank_routing import MODE_VARIABLE, mode, pins_one_bank, shape
+from tests.bank_routing import MODE_VARIABLE, ROOT, RoutingCheck, mode, pins_one_bank, shape
 
 TABLES = frozenset({"banks_memory", "banks_entity", "banks_memoryentity"})
 
@@ -52,3 +56,77 @@ def test_the_check_is_strict_unless_told_otherwise(monkeypatch):
 ])
 def test_a_bank_named_as_a_named_parameter_pins_it(sql):
     assert pins_one_bank(sql, TABLES)
+
+
+# A function that lives, for the check, in an application module: the statements it sends are the
+# application's (the check tells the sender by the file of its code), not a test's own look.
+_PROBE = compile(
+    "def unpinned_read():\n"
+    "    from django.db import connection\n"
+    "    with connection.cursor() as cursor:\n"
+    "        cursor.execute('SELECT id FROM banks_memory WHERE id = ANY(%s)', [[0]])\n",
+    str(ROOT / "banks" / "selectors" / "routing_probe.py"), "exec")
+_NAMES: dict[str, Any] = {}
+exec(_PROBE, _NAMES)  # noqa: S102  (the text above, nothing else)
+
+
+def _take_findings(check: RoutingCheck) -> list[str]:
+    """The probe's findings, taken out of the run's check so the test itself passes."""
+    mine = [f for f in check.failures if "routing_probe.py" in f]
+    check.failures[:] = [f for f in check.failures if "routing_probe.py" not in f]
+    for key in [k for k in check.findings if "routing_probe.py" in k[0]]:
+        del check.findings[key]
+    return mine
+
+
+@pytest.fixture
+def run_check(request: pytest.FixtureRequest) -> RoutingCheck:
+    check: RoutingCheck | None = getattr(request.config, "_bank_routing", None)
+    if check is None or not check.strict:
+        pytest.skip(f"the check runs in strict mode ({MODE_VARIABLE} says otherwise)")
+    return check
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_sent_from_another_thread_is_checked(run_check):
+    worker = threading.Thread(target=_NAMES["unpinned_read"], name="probe-thread")
+    worker.start()
+    worker.join()
+    assert _take_findings(run_check) == [
+        "banks/selectors/routing_probe.py:unpinned_read (thread probe-thread): "
+        "SELECT … FROM banks_memory WHERE id = ANY(%s)"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_sent_from_recalls_helper_thread_is_checked(run_check):
+    from memoryhub.read_beside import read_beside
+
+    future = read_beside(_NAMES["unpinned_read"])
+    assert future is not None  # outside a transaction: the helper thread runs it
+    future.result(timeout=30)
+    assert _take_findings(run_check) == [
+        "banks/selectors/routing_probe.py:unpinned_read (thread read-beside): "
+        "SELECT … FROM banks_memory WHERE id = ANY(%s)"]
+
+
+@pytest.mark.django_db
+def test_a_workers_findings_count_for_the_test_that_started_it(run_check, tmp_path):
+    """A real worker (tests/routed_worker.py) checks in its own process and writes what it finds; the
+    test run reads it as the test's own finding (here the worker's side runs in this process)."""
+    from django.db import connection
+
+    from tests.bank_routing import _worker_findings, bank_tables, worker_log, wrapper
+
+    log = worker_log(tmp_path)
+    assert log is not None
+    in_worker = RoutingCheck(strict=False, tables=bank_tables(), active=True, log=log)
+    run_check.active = False  # only the worker's side sees the statement
+    try:
+        with connection.execute_wrapper(wrapper(in_worker)):
+            _NAMES["unpinned_read"]()
+    finally:
+        run_check.active = True
+    assert in_worker.findings == {}  # written down for the test run, not kept
+    _worker_findings(run_check)
+    assert _take_findings(run_check) == [
+        "banks/selectors/routing_probe.py:unpinned_read (Celery worker): SELECT … FROM banks_memory WHERE id = ANY(%s)"]

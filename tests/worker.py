@@ -3,6 +3,8 @@
 The worker runs the normal settings against this test run's database (the rows a
 test commits are what it sees, so such tests use ``transactional_db``) and
 listens on a queue of its own, so parallel test runs never take each other's tasks.
+It runs the statement-routing check on its own connections (tests/routed_worker.py):
+what it finds fails the test that started it, as the test's own statements would.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from django.conf import settings
 from django.db import connection
 
 from config.celery import app as celery_app
+from tests.bank_routing import WORKER_LOG_VARIABLE, worker_log
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,9 +72,14 @@ def start_worker(tmp_path: Path, broker: str, *, queue: str | None = None, queue
         "MEMORYHUB_EMBEDDINGS": settings.MEMORYHUB_EMBEDDINGS,
     }
     env.pop("MEMORYHUB_CELERY_EAGER", None)
+    # The worker's statements go through the routing check too (tests/routed_worker.py).
+    routing_log = worker_log(tmp_path)
+    env.pop(WORKER_LOG_VARIABLE, None)
+    if routing_log is not None:
+        env[WORKER_LOG_VARIABLE] = str(routing_log)
     handle = log.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",
+        [sys.executable, "-m", "tests.routed_worker", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",
          "-Q", ",".join(listen), "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
          "--without-heartbeat", "--without-mingle", "--without-gossip",
          *(["-B", "-s", str(tmp_path / f"beat-{queue}")] if beat else [])],

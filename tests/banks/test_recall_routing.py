@@ -14,7 +14,7 @@ from tests.bank_routing import RoutingCheck, bank_tables, wrapper
 def test_recall_and_graph_statements_pin_the_bank(api, bank):
     memory_retain(bank=bank, text="Harbourmaster Ortega says the ferry leaves at seven.", actor="test")
     memory_retain(bank=bank, text="Ortega keeps the ferry's keys at the harbour office.", actor="test")
-    check = RoutingCheck(strict=True, tables=bank_tables())
+    check = RoutingCheck(strict=True, tables=bank_tables(), active=True)
     with connection.execute_wrapper(wrapper(check)):
         recall = api.post("/v1/recall", {"query": "When does the ferry leave?", "bank_id": "user-alice",
                                           "include": {"observations": True},
