@@ -327,7 +327,7 @@ def session_start(session: pytest.Session) -> None:
     import django
 
     django.setup()
-    check = RoutingCheck(strict=config._bank_routing_strict, tables=bank_tables())  # type: ignore[attr-defined]
+    check = RoutingCheck(strict=config._bank_routing_strict, tables=bank_tables())
     install(check)
     config._bank_routing = check  # type: ignore[attr-defined]
 
