@@ -166,15 +166,16 @@ def walk_breadth(limit: int, *, own: bool, graph_rows: float | None = None) -> i
     return max(limit, breadth)
 
 
-def enable_iterative_scan(cursor, limit: int) -> None:  # noqa: ANN001
+def enable_iterative_scan(cursor, limit: int, *, ef: int | None = None) -> None:  # noqa: ANN001
     """Inside a transaction: keep walking the HNSW graph until ``limit`` rows pass the filters.
 
     The index holds every bank's vectors (and dead rows); without this, the nearest candidates
     may all belong to other banks and a bank-filtered query returns too few rows, or none.
+    ``ef``: the walk's breadth when the caller knows better than ``ef_search_for(limit)``.
     """
     # One round trip for both (set_config(..., true) is SET LOCAL).
     cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                   "set_config('hnsw.ef_search', %s, true)", [str(ef_search_for(limit))])
+                   "set_config('hnsw.ef_search', %s, true)", [str(ef or ef_search_for(limit))])
 
 
 # The ef_search a connection's session walks with, kept on the psycopg connection object (a new
@@ -188,37 +189,38 @@ def _session_ef(connection) -> int | None:  # noqa: ANN001
     return getattr(raw, _SESSION_EF, None) if raw is not None else None
 
 
-def _walk_ready(connection, limit: int) -> bool:  # noqa: ANN001
+def _walk_ready(connection, limit: int, breadth: int | None = None) -> bool:  # noqa: ANN001
     """Whether the session already walks the graph iteratively with an ef_search fit for ``limit``
-    (at least what it asks for, and not wastefully more)."""
-    ef, wanted = _session_ef(connection), ef_search_for(limit)
+    (or the ``breadth`` asked for): at least what it asks for, and not wastefully more."""
+    ef, wanted = _session_ef(connection), breadth or ef_search_for(limit)
     return ef is not None and wanted <= ef <= max(2 * wanted, 100)
 
 
-def prepare_graph_walk(connection, cursor, limit: int) -> None:  # noqa: ANN001
+def prepare_graph_walk(connection, cursor, limit: int, *, ef: int | None = None) -> None:  # noqa: ANN001
     """Make the next nearest-neighbour query on ``connection`` walk the graph iteratively (see
     ``enable_iterative_scan``), with no statement when its session already does.
 
     Outside a transaction the settings are made for the session and remembered; inside one they are
     SET LOCAL, since a session-level change made in a transaction that rolls back is undone with it.
     Behind a transaction-pooling proxy (MEMORYHUB_DB_SESSION_SETTINGS off) every query sets them in
-    its own transaction, as sessions there are not the client's.
+    its own transaction, as sessions there are not the client's. ``ef``: as in ``enable_iterative_scan``.
     """
     from django.conf import settings
 
-    if _walk_ready(connection, limit):
+    if _walk_ready(connection, limit, ef):
         return
     if connection.in_atomic_block or not settings.MEMORYHUB_DB_SESSION_SETTINGS:
-        enable_iterative_scan(cursor, limit)
+        enable_iterative_scan(cursor, limit, ef=ef)
         return
-    ef = ef_search_for(limit)
+    ef = ef or ef_search_for(limit)
     cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
                    "set_config('hnsw.ef_search', %s, false)", [str(ef)])
     setattr(connection.connection, _SESSION_EF, ef)
 
 
 def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limit: int, prepared: bool = False,
-                 wanted: int = 1, scope: str = "TRUE", exact_scope: str = "TRUE") -> list[tuple[Any, ...]]:
+                 wanted: int = 1, scope: str = "TRUE", exact_scope: str = "TRUE",
+                 ef: int | None = None) -> list[tuple[Any, ...]]:
     """Run a nearest-neighbour query on the HNSW index, and exactly when the index yields too few rows.
 
     ``sql_template`` has an ``{exact}`` slot after the ORDER BY expression and a ``{scope}`` slot for
@@ -234,7 +236,8 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
     a scope that also filters (a tag's graph, banks.vector_tags.tag_scope).
 
     ``prepared``: the caller's own transaction (on the primary) already ran ``prepare_graph_walk``;
-    the query runs there as it is, one statement (two when the index yields too few).
+    the query runs there as it is, one statement (two when the index yields too few). ``ef``: the
+    walk's breadth, as in ``enable_iterative_scan``.
     """
     from django.conf import settings
     from django.db import connection as primary
@@ -248,10 +251,10 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
     connection = read_connection()
     if connection.in_atomic_block or settings.MEMORYHUB_DB_SESSION_SETTINGS:
         with connection.cursor() as cursor:
-            prepare_graph_walk(connection, cursor, limit)
+            prepare_graph_walk(connection, cursor, limit, ef=ef)
             return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        enable_iterative_scan(cursor, limit)
+        enable_iterative_scan(cursor, limit, ef=ef)
         return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
 
 

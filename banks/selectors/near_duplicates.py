@@ -1,5 +1,6 @@
 """The live memories nearest a vector, and the one a new text would repeat: the reads behind the
-near-duplicate check of a retain, an auto-ingested fact and consolidation."""
+near-duplicate check of a retain (every write path: REST, MCP, curation, sync, webhooks), an
+auto-ingested fact and consolidation. ``near_duplicate_of`` is the one look they all make."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ from banks.duplicate_rule import same_fact
 from banks.models import Bank
 from banks.vectors import distance_sql, nearest_rows, vector_literal, vector_scope
 
-# The graph walk of a near-duplicate look keeps going until this many rows pass its filters (see
-# banks.vectors.enable_iterative_scan): a handful of neighbours is all it weighs.
-NEAR_LOOK_LIMIT = 40
+# How wide a near-duplicate look walks the graph (hnsw.ef_search; the walk goes on past it until
+# NEAR_CANDIDATES rows pass the bank's filters, banks.vectors.enable_iterative_scan). It only has to
+# find neighbours at the refusal threshold (0.95 by default), which stand far closer than the rest:
+# on 2,100 near-copies of memories in banks of 1,000 to 10,000 (MiniLM; shared graph and own index)
+# a walk 10 wide found every duplicate the exact read found, at 300-740 buffers a look against
+# 640-911 at 40 (docs/scaling.md, "Near-duplicates"). Small banks are read exactly (the planner's
+# choice: that costs less than a walk the bank filter mostly rejects).
+NEAR_LOOK_BREADTH = 10
 
 
 # How many of the nearest memories a retain weighs: the nearest may be another person's look-alike
@@ -29,10 +35,13 @@ def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_p
 
 
 def near_duplicate_of(bank: Bank, text: str, vector: list[float], dims: int, *, threshold: float,
-                      exclude_pk: int | None = None, model: str | None = None) -> tuple[str, float, str] | None:
+                      exclude_pk: int | None = None, model: str | None = None, own_index: bool | None = None,
+                      prepared: bool = False) -> tuple[str, float, str] | None:
     """The live memory ``text`` would repeat: the nearest at or above ``threshold`` that also names the same
-    names and numbers (banks.duplicate_rule); (memory id, similarity, text), or None."""
-    for candidate in nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, model=model):
+    names and numbers (banks.duplicate_rule); (memory id, similarity, text), or None. Another person's
+    look-alike report is not a duplicate. ``own_index``, ``prepared``: see ``nearest_live_memories``."""
+    for candidate in nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, model=model,
+                                           own_index=own_index, prepared=prepared):
         if candidate[1] < threshold:
             return None
         if same_fact(text, candidate[2]):
@@ -67,6 +76,6 @@ def nearest_live_memories(bank: Bank, vector: list[float], dims: int, *, exclude
     if exclude_pk:
         params.append(exclude_pk)
     params.append(literal)
-    rows = nearest_rows(sql, lambda: params, limit=NEAR_LOOK_LIMIT, prepared=prepared,
+    rows = nearest_rows(sql, lambda: params, limit=count, prepared=prepared, ef=NEAR_LOOK_BREADTH,
                         scope=vector_scope(bank.pk, own=own))
     return [(row[0], float(row[1]), row[2]) for row in rows]

@@ -20,11 +20,10 @@ from django.utils import timezone
 
 from banks.access import Principal, authorize
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
-from banks.duplicate_rule import same_fact
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder, get_llm
 from banks.providers.embeddings import TextVectors
-from banks.selectors.near_duplicates import NEAR_LOOK_LIMIT, nearest_live_memories
+from banks.selectors.near_duplicates import NEAR_CANDIDATES, NEAR_LOOK_BREADTH, near_duplicate_of
 from banks.services.audit import audit_record
 from banks.services.banks import bank_embedder_pin
 from banks.services.entities import attach_entities
@@ -252,7 +251,7 @@ def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
 
 
 def _near_duplicate(bank: Bank, text: str, vector: list[float], dims: int, model: str) -> RetainOutcome | None:
-    return _near_outcome(bank, text, nearest_live_memories(bank, vector, dims, model=model))
+    return _near_outcome(near_duplicate_of(bank, text, vector, dims, threshold=bank.dedup_threshold, model=model))
 
 
 def _near_look(bank: Bank, text: str, vector: list[float], dims: int, model: str, *,
@@ -262,20 +261,17 @@ def _near_look(bank: Bank, text: str, vector: list[float], dims: int, model: str
     row) went: the insert trigger copied the bank's index flag onto it under a key-share lock, so a
     bank moving to its own index meanwhile is seen."""
     with connection.cursor() as cursor:
-        prepare_graph_walk(connection, cursor, NEAR_LOOK_LIMIT)
-    return lambda: _near_outcome(bank, text, nearest_live_memories(
-        bank, vector, dims, exclude_pk=inserted.pk, own_index=inserted.own_vector_index, prepared=True,
-        model=model))
+        prepare_graph_walk(connection, cursor, NEAR_CANDIDATES, ef=NEAR_LOOK_BREADTH)
+    return lambda: _near_outcome(near_duplicate_of(
+        bank, text, vector, dims, threshold=bank.dedup_threshold, exclude_pk=inserted.pk,
+        own_index=inserted.own_vector_index, prepared=True, model=model))
 
 
-def _near_outcome(bank: Bank, text: str, nearest: list[tuple[str, float, str]]) -> RetainOutcome | None:
-    """The first of the nearest memories that is the same fact: similar enough, and naming the same
-    names and numbers (banks.duplicate_rule); another person's look-alike report is not a duplicate."""
-    for memory_id, similarity, existing in nearest:
-        if similarity < bank.dedup_threshold:
-            return None
-        if same_fact(text, existing):
-            return RetainOutcome(stored=False, memory_id=memory_id, deduplicated=True, duplicate_of=memory_id,
-                                 duplicate_text=existing, similarity=round(similarity, 4),
-                                 error="All chunks are near-duplicates", retention_action="deduplicated")
-    return None
+def _near_outcome(duplicate: tuple[str, float, str] | None) -> RetainOutcome | None:
+    """A retain's answer for the memory it would repeat (banks.selectors.near_duplicates.near_duplicate_of)."""
+    if duplicate is None:
+        return None
+    memory_id, similarity, existing = duplicate
+    return RetainOutcome(stored=False, memory_id=memory_id, deduplicated=True, duplicate_of=memory_id,
+                         duplicate_text=existing, similarity=round(similarity, 4),
+                         error="All chunks are near-duplicates", retention_action="deduplicated")
