@@ -13,10 +13,10 @@ from banks.vectors import distance_sql, nearest_rows, vector_literal, vector_sco
 # How wide a near-duplicate look walks the graph (hnsw.ef_search; the walk goes on past it until
 # NEAR_CANDIDATES rows pass the bank's filters, banks.vectors.enable_iterative_scan). It only has to
 # find neighbours at the refusal threshold (0.95 by default), which stand far closer than the rest:
-# on 2,100 near-copies of memories in banks of 1,000 to 10,000 (MiniLM; shared graph and own index)
+# on 1,900 near-copies of memories in banks of 1,000 to 10,000 (MiniLM; shared graph and own index)
 # a walk 10 wide found every duplicate the exact read found, at 300-740 buffers a look against
-# 640-911 at 40 (docs/scaling.md, "Near-duplicates"). Small banks are read exactly (the planner's
-# choice: that costs less than a walk the bank filter mostly rejects).
+# 640-911 at 40 (docs/scaling.md, "Near-duplicates: the look a retain makes"). Small banks are read
+# exactly (the planner's choice: that costs less than a walk the bank filter mostly rejects).
 NEAR_LOOK_BREADTH = 10
 
 
