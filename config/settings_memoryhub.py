@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from config.install import EMBEDDED_DATABASE, VAR_DIR
-from memoryhub.env import env_bool, env_float, env_int, env_str
+from memoryhub.env import env_bool, env_bool_or_auto, env_float, env_int, env_str
 
 # Periodic tasks, run by the beat process `manage.py serve` supervises (in production: one
 # `celery -A config beat`). Every bank's lifecycle policy, once a day by default; jobs whose worker
@@ -90,8 +90,9 @@ MEMORYHUB_OWN_VECTOR_INDEX_ROWS = env_int("MEMORYHUB_OWN_VECTOR_INDEX_ROWS", 2_0
 # hnsw.ef_search of recall's graph walk on a bank's own index (banks.vectors.walk_breadth); wider finds
 # more of the true nearest neighbours, at some milliseconds per question at a million rows.
 MEMORYHUB_OWN_INDEX_EF_SEARCH = env_int("MEMORYHUB_OWN_INDEX_EF_SEARCH", 600)
-# Recall's semantic arm runs on a second connection beside the other arms (memoryhub.read_beside); 0: one after another.
-MEMORYHUB_READ_BESIDE = env_bool("MEMORYHUB_READ_BESIDE", True)
+# Recall's semantic arm runs on a second connection beside the other arms (memoryhub.read_beside): auto (the
+# default) while a core is idle, 1 always, 0 never (one after another).
+MEMORYHUB_READ_BESIDE = env_bool_or_auto("MEMORYHUB_READ_BESIDE")
 # Most rows a semantic search reads and ranks exactly instead of walking the graph; it reads only where that
 # costs less than the walk (banks.selectors.recall_exact); 0 always walks.
 MEMORYHUB_EXACT_SEARCH_ROWS = env_int("MEMORYHUB_EXACT_SEARCH_ROWS", 30_000)

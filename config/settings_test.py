@@ -34,3 +34,6 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_memoryhub_{env_str('MEMORYHUB_TES
 MEMORYHUB_EMBEDDINGS = env_str("MEMORYHUB_TEST_EMBEDDINGS", "hashing")
 # Usage counts are written in the request, so a test reads them at once (tests of the writer thread set it).
 MEMORYHUB_USAGE_FLUSH_SECONDS = 0.0
+# Recall's second connection always, whatever the machine's load: tests of it and of the statements it
+# sends must not depend on what else runs (tests of the auto mode pass the load themselves).
+MEMORYHUB_READ_BESIDE = True

@@ -41,6 +41,14 @@ def env_bool(name: str, default: bool = False, env: Mapping[str, str] | None = N
     raise ImproperlyConfigured(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {value!r}")
 
 
+def env_bool_or_auto(name: str, env: Mapping[str, str] | None = None) -> bool | None:
+    """A boolean, or None for "auto" (also when unset): the code decides case by case."""
+    value = env_value(name, env)
+    if value is None or value.lower() == "auto":
+        return None
+    return env_bool(name, env=env)
+
+
 def env_int(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
     value = env_value(name, env)
     if value is None:

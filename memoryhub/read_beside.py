@@ -8,7 +8,15 @@ as a request does its connections (an aged or broken one is replaced first), and
 the caller's context variables (memoryhub.replica's routing goes along).
 
 A caller inside a transaction runs everything itself: the helper's connection would not see the
-transaction's uncommitted rows. ``MEMORYHUB_READ_BESIDE=0`` turns the helper off.
+transaction's uncommitted rows.
+
+Two reads at once only help while a core would otherwise wait. On a saturated machine the second
+connection's backend, its planning and the hand-over to the thread are CPU the requests queued behind
+pay for: 30 clients on two cores with the database on the same machine (``bench/load_bench.py
+--memories 3000 --seconds 60 --warmup 30``, three web workers, MiniLM) served 91.3 and 91.8 req/s at
+20.8 and 20.7 ms of CPU a request with the helper, 102.2 and 92.8 req/s at 18.8 and 20.7 ms without it
+(runs of the same code differ by up to 10 %). So by default (``MEMORYHUB_READ_BESIDE=auto``) the helper is used only while the machine's
+one-minute load average is below the cores this process may run on; ``1`` uses it always, ``0`` never.
 """
 
 from __future__ import annotations
@@ -81,10 +89,22 @@ class _Helper:
 _helper = _Helper()
 
 
+def a_core_is_idle(load: float | None = None, cores: int | None = None) -> bool:
+    """Whether the machine has a core to spare: its one-minute load average (runnable processes, every
+    process's) below the cores this process may run on. Inside a container the load average is the
+    host's, so there this errs towards using the helper, as it always did."""
+    if load is None:
+        load = os.getloadavg()[0]
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return load < cores
+
+
 def read_beside(fn: Callable[..., R], *args: Any) -> Future[R] | None:
     """Start ``fn(*args)`` on the helper thread; None when the caller should run it itself (the helper
-    is off, or the caller is inside a transaction on any connection)."""
-    if not getattr(settings, "MEMORYHUB_READ_BESIDE", True):
+    is off, or in auto mode no core is idle, or the caller is inside a transaction on any connection)."""
+    mode = getattr(settings, "MEMORYHUB_READ_BESIDE", None)
+    if mode is False or (mode is None and not a_core_is_idle()):
         return None
     if any(conn.in_atomic_block for conn in connections.all(initialized_only=True)):
         return None

@@ -89,3 +89,30 @@ def test_an_error_reaches_the_caller_and_a_dropped_connection_is_replaced():
 def test_off_means_the_caller_runs_it(settings):
     settings.MEMORYHUB_READ_BESIDE = False
     assert read_beside(backend_pid) is None
+
+
+def test_in_auto_mode_the_helper_is_used_only_while_a_core_is_idle(settings, monkeypatch):
+    from memoryhub import read_beside as module
+
+    assert module.a_core_is_idle(load=0.4, cores=2) and not module.a_core_is_idle(load=2.0, cores=2)
+    settings.MEMORYHUB_READ_BESIDE = None  # auto
+    monkeypatch.setattr(module, "a_core_is_idle", lambda: False)
+    assert read_beside(lambda: 1) is None  # saturated: the caller runs it itself
+    monkeypatch.setattr(module, "a_core_is_idle", lambda: True)
+    future = read_beside(lambda: 2)
+    assert future is not None and future.result(timeout=10) == 2
+    settings.MEMORYHUB_READ_BESIDE = True  # always, whatever the load
+    monkeypatch.setattr(module, "a_core_is_idle", lambda: False)
+    future = read_beside(lambda: 3)
+    assert future is not None and future.result(timeout=10) == 3
+
+
+def test_the_setting_reads_auto_on_and_off():
+    from memoryhub.env import env_bool_or_auto
+
+    assert env_bool_or_auto("X", env={}) is None
+    assert env_bool_or_auto("X", env={"X": "auto"}) is None
+    assert env_bool_or_auto("X", env={"X": "1"}) is True
+    assert env_bool_or_auto("X", env={"X": "off"}) is False
+    with pytest.raises(Exception, match="must be one of"):
+        env_bool_or_auto("X", env={"X": "sometimes"})

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import StreamingHttpResponse
 from django.test import RequestFactory
 
-from config.management.commands.serve import gunicorn_command
+from config.management.commands.serve import default_web_workers, gunicorn_command
 from memoryhub import liveness
 from memoryhub.middleware import StreamingLivenessMiddleware
 from tests.live_process import REPO, free_port
@@ -106,3 +106,10 @@ def test_imports_and_exports_served_in_a_request_beat_as_they_go(beats, make_ban
     monkeypatch.setattr(exporter, "CHUNK", 10)
     archive_export(bank=bank, dest=tmp_path / "out.ama.jsonl", actor="test")
     assert len(beats) == 6
+
+
+def test_web_workers_are_fewer_beside_the_embedded_database():
+    # The embedded database shares the cores: cores + 1 (docs/operations.md); a remote one: 2 x cores + 1.
+    assert default_web_workers(2, database_here=True) == 3
+    assert default_web_workers(2, database_here=False) == 5
+    assert default_web_workers(8, database_here=True) == 9

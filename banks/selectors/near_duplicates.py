@@ -25,15 +25,6 @@ NEAR_LOOK_BREADTH = 10
 NEAR_CANDIDATES = 5
 
 
-def nearest_live_memory(bank: Bank, vector: list[float], dims: int, *, exclude_pk: int | None = None,
-                        own_index: bool | None = None, prepared: bool = False,
-                        model: str | None = None) -> tuple[str, float] | None:
-    """The most similar live memory of the bank and its cosine similarity (see ``nearest_live_memories``)."""
-    rows = nearest_live_memories(bank, vector, dims, exclude_pk=exclude_pk, own_index=own_index,
-                                 prepared=prepared, model=model, count=1)
-    return (rows[0][0], rows[0][1]) if rows else None
-
-
 def near_duplicate_of(bank: Bank, text: str, vector: list[float], dims: int, *, threshold: float,
                       exclude_pk: int | None = None, model: str | None = None, own_index: bool | None = None,
                       prepared: bool = False) -> tuple[str, float, str] | None:

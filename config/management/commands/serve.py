@@ -1,6 +1,6 @@
 """Run all of MemoryHub on one machine: database, migrations, web server, Celery worker and beat, MCP.
 
-The web server is gunicorn (workers sized to the cores) unless ``--dev`` (or
+The web server is gunicorn (workers sized to the cores and where the database runs) unless ``--dev`` (or
 MEMORYHUB_DEV=1) asks for Django's reloading development server. Every child
 runs under config.supervisor: one that dies is logged and started again
 with backoff, and so is the embedded PostgreSQL. Ctrl-C or SIGTERM stops the
@@ -45,6 +45,19 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def default_web_workers(cores: int, *, database_here: bool) -> int:
+    """Sync web workers for ``cores`` cores.
+
+    Where the database runs elsewhere, a worker waiting on it leaves its core to another: gunicorn's
+    usual 2 × cores + 1. The embedded database shares the cores, and a request's time is nearly all CPU
+    (embedding, Python, the statements' own work): extra workers only contend. 30 clients, two cores,
+    MiniLM (``bench/load_bench.py --memories 3000 --seconds 60 --warmup 30``): 5 workers 83.1 req/s at
+    23.2 ms of CPU a request, 4 workers 85.0 at 22.6, 3 workers 91.3 / 91.8 at 20.8 / 20.7, 2 workers
+    91.9 at 19.3 with the cores no longer full. So cores + 1 there.
+    """
+    return cores + 1 if database_here else 2 * cores + 1
 
 
 def gunicorn_command(addr: str, *, workers: int, threads: int, timeout: int, app: str = "config.wsgi") -> list[str]:
@@ -105,7 +118,10 @@ class Command(BaseCommand):
         parser.add_argument("--dev", action="store_true", default=env_bool("MEMORYHUB_DEV", False),
                             help="Django's development server, reloading on code changes (MEMORYHUB_DEV=1)")
         parser.add_argument("--web-workers", type=int,
-                            default=env_int("MEMORYHUB_WEB_WORKERS", 2 * available_cores() + 1))
+                            default=env_int("MEMORYHUB_WEB_WORKERS", default_web_workers(
+                                available_cores(), database_here=settings.EMBEDDED_DATABASE)),
+                            help="gunicorn processes (default: cores + 1 beside the embedded database, "
+                                 "2 x cores + 1 with DATABASE_URL)")
         parser.add_argument("--web-threads", type=int, default=env_int("MEMORYHUB_WEB_THREADS", 1),
                             help="threads per web worker; 1 (the default) serves with sync workers")
         parser.add_argument("--web-timeout", type=int, default=env_int("MEMORYHUB_WEB_TIMEOUT", 120),

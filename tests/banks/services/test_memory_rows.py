@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from banks.models import AuditEvent, EntityLink, Memory, MemoryLink
 from banks.providers import bank_embedder
-from banks.selectors.near_duplicates import nearest_live_memory
+from banks.selectors.near_duplicates import nearest_live_memories
 from banks.services.bulk import bulk_apply
 from banks.services.forget import memory_forget
 from banks.services.graph import entity_link_create
@@ -38,8 +38,8 @@ def test_a_bulk_move_into_a_bank_with_its_own_vector_index_takes_its_tier_mentio
     assert moved.own_vector_index is True
     # The target's semantic arm finds it by its own text.
     embedder = bank_embedder(target)
-    nearest = nearest_live_memory(target, embedder.embed([moved.text])[0], embedder.dimensions)
-    assert nearest is not None and nearest[0] == moved.memory_id and nearest[1] > 0.999
+    nearest = nearest_live_memories(target, embedder.embed([moved.text])[0], embedder.dimensions, count=1)
+    assert nearest and nearest[0][0] == moved.memory_id and nearest[0][1] > 0.999
     assert entity(source, "Alice").mention_count == 1 and entity(target, "Alice").mention_count == 1
     assert not MemoryLink.objects.filter(source=moved).exists() and not MemoryLink.objects.filter(target=moved).exists()
     assert row_invariant_breaks() == {}
