@@ -78,3 +78,16 @@ def row_invariant_breaks() -> dict[str, list[tuple[Any, ...]]]:
             if rows:
                 found[name] = rows
     return found
+
+
+def count_embed_calls(monkeypatch: Any, embedder_class: type) -> list[list[str]]:
+    """Every batch of texts ``embedder_class.embed`` is asked for from now on (the real embedding still runs)."""
+    calls: list[list[str]] = []
+    real = embedder_class.embed
+
+    def counting(self: Any, texts: list[str], *args: Any, **kwargs: Any) -> Any:
+        calls.append(list(texts))
+        return real(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(embedder_class, "embed", counting)
+    return calls

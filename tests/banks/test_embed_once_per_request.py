@@ -3,8 +3,6 @@ auto-ingested fact (its duplicate look and its retain share one vector, banks.pr
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from agents.services.ingest import ingest_turn
@@ -12,21 +10,13 @@ from banks.models import Bank
 from banks.providers import bank_embedder
 from banks.selectors.recall import query_vector
 from tests.conftest import ApiClient
+from tests.factories import count_embed_calls
 
 
 @pytest.fixture
 def embedded(monkeypatch: pytest.MonkeyPatch, bank: Bank) -> list[list[str]]:
     """Every batch of texts the bank's embedder is asked for."""
-    calls: list[list[str]] = []
-    cls = type(bank_embedder(bank))
-    real = cls.embed
-
-    def counting(self: Any, texts: list[str], *args: Any, **kwargs: Any) -> Any:
-        calls.append(list(texts))
-        return real(self, texts, *args, **kwargs)
-
-    monkeypatch.setattr(cls, "embed", counting)
-    return calls
+    return count_embed_calls(monkeypatch, type(bank_embedder(bank)))
 
 
 @pytest.mark.django_db

@@ -117,7 +117,7 @@ def test_a_small_bank_is_read_exactly_and_every_near_copy_refused(make_bank, loo
 @pytest.mark.django_db(transaction=True)
 def test_a_bank_on_the_shared_graph_walks_it_and_refuses_every_near_copy(make_bank, settings, walked, look):
     settings.MEMORYHUB_OWN_VECTOR_INDEX_MIN = 100_000
-    bank, other = make_bank("shared"), make_bank("neighbour")
+    bank, other = make_bank("graph-walked"), make_bank("neighbour")
     fill(other, 300, seed=5)  # the graph holds another bank's rows too: the walk filters by bank
     written = fill(bank, 300, seed=3)
     assert not bank.own_vector_index

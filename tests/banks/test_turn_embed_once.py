@@ -13,6 +13,7 @@ from banks.providers import bank_embedder
 from banks.providers.embeddings import cosine
 from banks.services.memories import memory_retain
 from banks.turn_context import embedding_text
+from tests.factories import count_embed_calls
 
 DAY = datetime(2024, 3, 2, 10, 0, tzinfo=UTC)
 
@@ -30,16 +31,7 @@ def turn(bank: Bank, text: str, index: int, role: str = "user", **extra: Any) ->
 @pytest.fixture
 def embedded(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every batch of texts any bank's embedder is asked for."""
-    calls: list[list[str]] = []
-    cls = type(bank_embedder(Bank.objects.get_or_create(bank_id="probe")[0]))
-    real = cls.embed
-
-    def counting(self: Any, texts: list[str], *args: Any, **kwargs: Any) -> Any:
-        calls.append(list(texts))
-        return real(self, texts, *args, **kwargs)
-
-    monkeypatch.setattr(cls, "embed", counting)
-    return calls
+    return count_embed_calls(monkeypatch, type(bank_embedder(Bank.objects.get_or_create(bank_id="probe")[0])))
 
 
 def test_a_turn_after_stored_turns_is_embedded_once_with_its_context(embedded):
