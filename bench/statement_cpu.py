@@ -8,7 +8,9 @@ must have run once) through Django's test client with a bearer token. The web pr
 runs with ``log_statement_stats`` and receives each statement's resource use as a notice: the
 backend's own user + system CPU for parsing, planning and running it, the figure the load bench's
 "database" share adds up. Statements are grouped by their first 90 characters; a transaction's
-COMMIT is counted with the statement before it. The semantic arm's walk runs on the helper thread's
+BEGIN is counted with the statement after it and its COMMIT with the statement before it, and the
+keyword arm's scan settings sent in a statement's own message are left out of its key (one notice
+covers the message). The semantic arm's walk runs on the helper thread's
 connection (memoryhub/read_beside.py) and is not in these figures. The memories it retains are
 removed at the end.
 """
@@ -42,6 +44,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from banks.models import Bank, Memory  # noqa: E402
+from banks.selectors.recall_keyword import SCANS_OFF_PREFIX  # noqa: E402
 from banks.services.memory_rows import rows_delete  # noqa: E402
 from banks.services.tokens import token_create, token_revoke  # noqa: E402
 from bench.load_bench import WORDS, sentence  # noqa: E402
@@ -68,7 +71,7 @@ def main() -> None:
     def on_notice(diag: Any) -> None:
         found = _STATS.search(diag.message_detail or "")
         if found and now["sql"]:
-            key = (now["op"], re.sub(r"\s+", " ", now["sql"]).strip()[:90])
+            key = (now["op"], re.sub(r"\s+", " ", now["sql"].removeprefix(SCANS_OFF_PREFIX)).strip()[:90])
             cpu[key] += float(found.group(1)) + float(found.group(2))
             calls[key] += 1
 

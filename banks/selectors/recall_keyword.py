@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from django.db import transaction
+from psycopg import ClientCursor
 
 from banks.models import Bank
 from banks.models.text_statistics import LEXEME_MIN_DOCUMENTS
@@ -120,6 +121,8 @@ def bank_text_stats(cursor: Any, bank: Bank) -> tuple[int, float]:
 
 # Plain index scans and sequential scans, off for the statements of postings_query (see there).
 _SCANS_OFF = ("enable_indexscan", "enable_seqscan")
+# Sent before the statement in the same message: one implicit transaction, so the settings end with it.
+SCANS_OFF_PREFIX = "".join(f"SET LOCAL {name} = off; " for name in _SCANS_OFF)
 _SET_OFF = ("SELECT " + ", ".join(f"current_setting('{name}')" for name in _SCANS_OFF) + ", "
             + ", ".join(f"set_config('{name}', 'off', true)" for name in _SCANS_OFF))
 _PUT_BACK = "SELECT " + ", ".join(f"set_config('{name}', %s, true)" for name in _SCANS_OFF)
@@ -137,9 +140,21 @@ def postings_query(cursor: Any, sql: str, params: list[Any]) -> list[tuple[Any, 
     word, after those holding two) is guessed small, so it read the whole table in order for the same
     reason: on a 3,000-memory bank, 439 buffers and every row's vector tested against the question,
     against 258 through the GIN bitmap (the BM25 statement 5.9 against 1.6 ms, loaded). Off for this
-    statement only (SET LOCAL, put back inside a caller's transaction; a failed statement's savepoint
-    undoes it): the bank's newest rows are still read in index order elsewhere."""
+    statement only.
+
+    Outside a transaction (a recall's case) the settings go in the same message as the statement
+    (``SCANS_OFF_PREFIX``, parameters bound on the client): PostgreSQL runs the message as one
+    implicit transaction, which SET LOCAL ends with. That is one statement where BEGIN, the setting,
+    the statement and COMMIT were four: 60 µs of the web worker's CPU less each time, and the
+    database's for three statements (docs/benchmarks.md, "Load"). Inside a caller's transaction they
+    are set and put back around the statement (a failed statement's savepoint undoes them)."""
     db = cursor.db
+    # Client-side binding sends the simple query protocol, which takes several statements in one message.
+    if db.get_autocommit() and isinstance(getattr(cursor, "cursor", None), ClientCursor):
+        cursor.execute(SCANS_OFF_PREFIX + sql, params)
+        for _ in _SCANS_OFF:
+            cursor.nextset()  # past each SET's empty result
+        return list(cursor.fetchall())
     outer = db.in_atomic_block
     with transaction.atomic(using=db.alias):
         cursor.execute(_SET_OFF)

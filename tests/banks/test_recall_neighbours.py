@@ -51,9 +51,10 @@ def _keyword_plans(bank, query: str) -> list[str]:
     assert hits
     plans = []
     for sql, params in statements:
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN " + sql, params)
-            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        with connection.cursor() as cursor:  # planned as the arm runs it: with its scan settings
+            rows = recall_keyword.postings_query(cursor, "EXPLAIN " + sql.removeprefix(recall_keyword.SCANS_OFF_PREFIX),
+                                                 params)
+            plans.append("\n".join(row[0] for row in rows))
     return plans
 
 
