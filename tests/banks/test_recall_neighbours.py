@@ -42,13 +42,15 @@ def _keyword_plans(bank, query: str) -> list[str]:
     statements = []
 
     def capture(execute, sql, params, many, context):
-        if "@@" in sql and "banks_memory" in sql and not sql.startswith("EXPLAIN"):
+        if "@@" in sql and "banks_memory" in sql and "EXPLAIN" not in sql:
             statements.append((sql, params))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
         hits, *_ = recall_memories(bank, query, max_results=10, filters=RecallFilters(), arms=("keyword",))
     assert hits
+    if connection.get_autocommit():  # a request's case: each statement carries its scan settings
+        assert all(sql.startswith(recall_keyword.SCANS_OFF_PREFIX) for sql, _ in statements)
     plans = []
     for sql, params in statements:
         with connection.cursor() as cursor:  # planned as the arm runs it: with its scan settings
@@ -58,6 +60,7 @@ def _keyword_plans(bank, query: str) -> list[str]:
     return plans
 
 
+@pytest.mark.django_db(transaction=True)  # outside a transaction, as a request runs: settings in the statement's message
 def test_the_full_text_index_scan_names_the_bank(tenants):
     small, _ = tenants
     plans = _keyword_plans(small, "zephyr lantern")
@@ -70,6 +73,8 @@ def test_the_full_text_index_scan_names_the_bank(tenants):
                 assert "memory_bank_search_gin" in line, plan
         conditions = [line for line in plan.splitlines() if "Index Cond" in line and "@@" in line]
         assert all("bank_id" in line for line in conditions), plan
+        # Through the GIN bitmaps: neither the table nor a btree walked in order, testing every row.
+        assert "Seq Scan on banks_memory" not in plan and " Index Scan using" not in plan, plan
 
 
 def test_a_common_word_is_weighed_by_the_bank_not_by_its_neighbour(tenants, monkeypatch):
