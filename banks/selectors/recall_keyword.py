@@ -140,13 +140,13 @@ def postings_query(cursor: Any, sql: str, params: list[Any]) -> list[tuple[Any, 
     word, after those holding two) is guessed small, so it read the whole table in order for the same
     reason: on a 3,000-memory bank, 439 buffers and every row's vector tested against the question,
     against 258 through the GIN bitmap (the BM25 statement 5.9 against 1.6 ms, loaded). Off for this
-    statement only.
+    statement only: the bank's newest rows are still read in index order elsewhere.
 
     Outside a transaction (a recall's case) the settings go in the same message as the statement
     (``SCANS_OFF_PREFIX``, parameters bound on the client): PostgreSQL runs the message as one
-    implicit transaction, which SET LOCAL ends with. That is one statement where BEGIN, the setting,
-    the statement and COMMIT were four: 60 µs of the web worker's CPU less each time, and the
-    database's for three statements (docs/benchmarks.md, "Load"). Inside a caller's transaction they
+    implicit transaction, which SET LOCAL ends with. One statement where BEGIN, the settings, the
+    statement and COMMIT were four: 0.06-0.1 ms of the web worker's CPU less a call, the database's
+    level (bench/keyword_settings_bench.py, docs/benchmarks.md "Load"). Inside a caller's transaction they
     are set and put back around the statement (a failed statement's savepoint undoes them)."""
     db = cursor.db
     # Client-side binding sends the simple query protocol, which takes several statements in one message.
