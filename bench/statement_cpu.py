@@ -8,10 +8,10 @@ must have run once) through Django's test client with a bearer token. The web pr
 runs with ``log_statement_stats`` and receives each statement's resource use as a notice: the
 backend's own user + system CPU for parsing, planning and running it, the figure the load bench's
 "database" share adds up. Statements are grouped by their first 90 characters; a transaction's
-BEGIN is counted with the statement after it and its COMMIT with the statement before it, and the
-keyword arm's scan settings sent in a statement's own message are left out of its key (one notice
-covers the message). The semantic arm's walk runs on the helper thread's
-connection (memoryhub/read_beside.py) and is not in these figures. The memories it retains are
+COMMIT and the driver's BEGIN are counted on lines of their own, and the keyword arm's scan settings
+sent in a statement's own message are left out of its key (one notice covers the message). The
+semantic arm's walk runs on the helper thread's connection (memoryhub/read_beside.py) and is not in
+these figures. The memories it retains are
 removed at the end.
 """
 
@@ -58,26 +58,45 @@ def main() -> None:
     parser.add_argument("--recall-share", type=float, default=0.7)
     parser.add_argument("--bank", default="load-3000")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--floor", type=float, default=0.02, help="leave out statements below this many ms a request")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["*"]
     bank = Bank.objects.get(bank_id=args.bank)
     token, raw = token_create(name=f"statement-cpu-{uuid.uuid4().hex[:6]}", actor="bench",
                               grants=[{"bank": bank.bank_id, "permissions": ["read", "write"]}])
     client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    now: dict[str, Any] = {"op": None, "sql": None}
+    now: dict[str, Any] = {"op": None, "sql": None, "pending": None}
     cpu: defaultdict[tuple[str, str], float] = defaultdict(float)
     calls: Counter[tuple[str, str]] = Counter()
+
+    def tally(sql: str, seconds: float) -> None:
+        key = (now["op"], re.sub(r"\s+", " ", sql.removeprefix(SCANS_OFF_PREFIX)).strip()[:90])
+        cpu[key] += seconds
+        calls[key] += 1
 
     def on_notice(diag: Any) -> None:
         found = _STATS.search(diag.message_detail or "")
         if found and now["sql"]:
-            key = (now["op"], re.sub(r"\s+", " ", now["sql"].removeprefix(SCANS_OFF_PREFIX)).strip()[:90])
-            cpu[key] += float(found.group(1)) + float(found.group(2))
-            calls[key] += 1
+            seconds = float(found.group(1)) + float(found.group(2))
+            if now["pending"] is not None:
+                now["pending"].append(seconds)
+            else:
+                tally(now["sql"], seconds)
 
     def remember(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        now["sql"] = sql
-        return execute(sql, params, many, context)
+        # The driver opens a transaction with a BEGIN of its own just before the transaction's first
+        # statement: two notices during one execute are that BEGIN and the statement. A notice after
+        # the statement returned and before the next one is the transaction's COMMIT (or ROLLBACK).
+        now["sql"], now["pending"] = sql, []
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            seen, now["pending"] = now["pending"], None
+            if len(seen) > 1:
+                tally("BEGIN (the driver's, before the next statement)", sum(seen[:-1]))
+            if seen:
+                tally(sql, seen[-1])
+            now["sql"] = "COMMIT or ROLLBACK (after the statement before it)"
 
     connection.ensure_connection()
     connection.connection.add_notice_handler(on_notice)
@@ -117,7 +136,7 @@ def main() -> None:
         print(f"{op}: {served[op]} requests, {total * 1000 / n:.2f} ms of the database's CPU each "
               "(the connection's statements; ms per request, statements per request)")
         for (o, key), v in sorted(cpu.items(), key=lambda kv: -kv[1]):
-            if o == op and v * 1000 / n >= 0.02:
+            if o == op and v * 1000 / n >= args.floor:
                 print(f"  {v * 1000 / n:6.3f}  {calls[(o, key)] / n:4.1f}  {key}")
 
 
