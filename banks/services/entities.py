@@ -1,7 +1,8 @@
 """Entity mentions: which of the bank's entities a memory names.
 
-Set-based, whatever the number of entities: one insert for the entities, one statement that reads
-them and links the memory, and one counter update. ``mention_count`` is only ever moved by the owner
+Set-based, whatever the number of entities: one statement that inserts the missing entities, reads
+the others and links the memory (a second only when another writer's new entity committed meanwhile),
+and one counter update. ``mention_count`` is only ever moved by the owner
 of memory rows (banks.services.memory_rows.mentions_count): SQL arithmetic, rows locked in id order,
 so concurrent writers neither lose each other's increments nor deadlock. A retain counts last, under
 its bank's lock (``count=False`` here, then ``mentions_count``): the counter rows of a bank's common
@@ -41,28 +42,33 @@ def link_memory_entities(memory: Memory, entity_pks: list[int]) -> list[int]:
     return list(mentions_link_pairs(memory.bank_id, [(memory.pk, pk) for pk in entity_pks]))
 
 
+def _entities_insert(bank_pk: int, wanted: dict[str, dict[str, Any]]) -> tuple[str, list[Any]]:
+    """The insert of the bank's entities ``wanted`` that are missing (``RETURNING id, entity_id``: those it
+    created), in entity-id order: a new entity another writer is inserting makes this insert wait for
+    it, and two writers naming the same entities in different orders would deadlock."""
+    ids = sorted(wanted)
+    return (
+        "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
+        "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
+        "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+        "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING RETURNING id, entity_id",
+        [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
+         [json.dumps(wanted[i]["aliases"]) for i in ids]],
+    )
+
+
 def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bool = True) -> tuple[list[int], list[int]]:
     """Create or reuse the bank's entities by id (or lower-cased name) and link them to the memory.
 
     Returns (the pks of the entities it names, those newly linked). With ``count`` False the newly
-    linked are not counted yet: the caller passes them to ``mentions_count`` before it commits."""
+    linked are not counted yet: the caller passes them to ``mentions_count`` before it commits.
+    The missing entities are created in the linking statement (one statement, see mentions_link_memory)."""
     wanted = _wanted(entities)
     if not wanted:
         return [], []
-    ids = sorted(wanted)
-    with connection.cursor() as cursor:
-        # Inserted in id order, for the same reason as the counts (a new entity another writer is
-        # inserting makes this insert wait for it).
-        cursor.execute(
-            "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
-            "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
-            "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
-            "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
-            [memory.bank_id, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
-             [json.dumps(wanted[i]["aliases"]) for i in ids]],
-        )
-    return mentions_link_memory(memory.bank_id, memory.pk, ids, count=count)
+    return mentions_link_memory(memory.bank_id, memory.pk, sorted(wanted), count=count,
+                                create=_entities_insert(memory.bank_id, wanted))
 
 
 def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]], *,
@@ -81,17 +87,8 @@ def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, An
             pairs.append((memory_pk, entity_id))
     if not pairs:
         return {}
-    ids = sorted(wanted)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
-            "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
-            "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
-            "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
-            [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
-             [json.dumps(wanted[i]["aliases"]) for i in ids]],
-        )
+        cursor.execute(*_entities_insert(bank_pk, wanted))
     return mentions_link_named(bank_pk, pairs, count=count)
 
 

@@ -12,6 +12,7 @@ from django.test import Client
 from banks.content import content_hash
 from banks.models import Bank, Entity, Memory, MemoryEntity
 from banks.services.banks import bank_create
+from banks.services.entities import attach_entities
 from banks.services.memories import memory_retain
 from banks.services.merge import memory_merge
 from tests.banks.services.conftest import run_in_threads
@@ -193,3 +194,37 @@ def test_concurrent_recalls_are_all_counted(make_token):
     # The upsert adds up under concurrency: no recall is lost, however they interleave.
     assert usage.recall_count == sum(results) == 3 * THREADS and usage.recall_hit_count == 3 * THREADS
     assert Memory.objects.get(pk=jazz.pk).last_recalled_at is not None
+
+
+def test_an_entity_another_writer_commits_while_a_retain_waits_for_it_is_linked_and_counted():
+    # One statement inserts a retain's missing entities and links them; its snapshot predates the other
+    # writer's commit, so the entity it waited for is linked by a statement of its own.
+    bank = _bank("race-entity-wait")
+    first, second = (memory_retain(bank=bank, text=t, actor="test", extract_entities=False).memory
+                     for t in ("Alice opened the office.", "Alice and Bruno closed the office."))
+    created = threading.Event()
+
+    def attach(i: int) -> list[int]:
+        if i == 0:
+            with transaction.atomic():
+                attach_entities(first, [{"name": "Alice"}])
+                created.set()
+                with connection.cursor() as cursor:  # commit once the other writer waits for Alice's row
+                    for _ in range(3000):
+                        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND query LIKE %s", ["%INSERT INTO banks_entity%"])
+                        if cursor.fetchone()[0]:
+                            break
+                        cursor.execute("SELECT pg_sleep(0.01)")
+            return []
+        created.wait(timeout=30)
+        with transaction.atomic():
+            return attach_entities(second, [{"name": "Alice"}, {"name": "Bruno"}])[1]
+
+    results, errors = run_in_threads(2, attach)
+
+    assert errors == [None, None]
+    alice, bruno = (Entity.objects.get(bank=bank, entity_id=e) for e in ("alice", "bruno"))
+    assert sorted(results[1]) == sorted([alice.pk, bruno.pk])
+    assert set(MemoryEntity.objects.filter(memory=second).values_list("entity_id", flat=True)) == {alice.pk, bruno.pk}
+    assert (alice.mention_count, bruno.mention_count) == (2, 1)
