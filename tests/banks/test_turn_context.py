@@ -3,9 +3,12 @@ keyword and the semantic arm, while their text stays the client's; late turns fi
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 
 from banks.models import Bank, Memory
 from banks.providers import bank_embedder
@@ -15,6 +18,7 @@ from banks.selectors.recall import recall_memories
 from banks.services.forget import memory_forget
 from banks.services.memories import memory_retain
 from banks.services.memory_edit import memory_update
+from banks.services.memory_rows.contexts import SESSION_METADATA_KEYS
 from banks.turn_context import (
     Turn,
     compose_context,
@@ -168,3 +172,18 @@ def test_a_bad_context_window_is_refused_with_its_field(api):
     assert "config.recall.context_turns" in response.content.decode() and "0 to 5" in response.content.decode()
     assert api.patch("/v1/banks/user-alice", {"config": {"recall": {"multi_hop": "no"}}}).status_code == 400
     assert api.patch("/v1/banks/user-alice", {"config": {"recall": {"context_turns": 2}}}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_metadata_keys_that_skip_the_session_look_are_the_session_rules_own():
+    # A retain whose metadata names none of SESSION_METADATA_KEYS asks the database nothing about its
+    # session: the keys must be exactly the top-level ones the SQL rule reads.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef('memoryhub_session_key_of(jsonb)'::regprocedure)")
+        definition = cursor.fetchone()[0]
+    assert set(re.findall(r"metadata\s*->>?\s*'([^']+)'", definition)) == SESSION_METADATA_KEYS
+    with connection.cursor() as cursor:
+        for key in SESSION_METADATA_KEYS:
+            value = {"conversation_id": "c1"} if key != "session_id" else "s1"
+            cursor.execute("SELECT memoryhub_session_key_of(%s::jsonb)", [json.dumps({key: value, "other": 1})])
+            assert cursor.fetchone()[0] is not None

@@ -17,13 +17,17 @@ from __future__ import annotations
 from django.db import connection, transaction
 
 from banks.models import Bank
-from banks.services.memory_rows.contexts import turn_context_refresh, turn_vectors_refresh
+from banks.services.memory_rows.contexts import (
+    SESSION_METADATA_KEYS,
+    turn_context_refresh,
+    turn_vectors_refresh,
+)
 
 # Only rows whose metadata names a conversation (or that had a session) can get or lose one.
 _SESSIONS_SQL = """
 UPDATE banks_memory SET metadata = metadata
 WHERE bank_id = %s AND id > %s AND id <= %s AND forgotten_at IS NULL
-  AND (session_key IS NOT NULL OR metadata ?| array['session_id', 'chatgpt', 'agentos'])
+  AND (session_key IS NOT NULL OR metadata ?| %s::text[])
 """
 
 # A row outside any session has no context (one left from a session it no longer belongs to goes).
@@ -47,7 +51,7 @@ def rows_contexts_rebuild(*, bank: Bank, after_pk: int, batch: int, vectors: boo
         seen, last = cursor.fetchone()
         if last is None:
             return 0, 0, None
-        cursor.execute(_SESSIONS_SQL, [bank.pk, after_pk, last])
+        cursor.execute(_SESSIONS_SQL, [bank.pk, after_pk, last, sorted(SESSION_METADATA_KEYS)])
         cursor.execute(_CLEAR_SQL, [bank.pk, after_pk, last])
         cleared = [row[0] for row in cursor.fetchall()]
         if cleared and vectors:

@@ -79,6 +79,11 @@ def _new_contexts(bank: Bank, pks: list[int]) -> dict[int, str | None]:
     return changed
 
 
+# The top-level metadata keys the session rule (SQL ``memoryhub_session_key_of``, migration 0029) reads:
+# metadata naming none of them is in no session, and nothing needs asking. Kept equal to the function's
+# keys by tests/banks/test_turn_context.py, which reads them from the database's definition.
+SESSION_METADATA_KEYS = frozenset({"session_id", "chatgpt", "agentos"})
+
 # The turns a new row will follow in its session (the session from its metadata, by the rule the insert
 # trigger applies): stored live turns created no later than it (its id, given at insert, is the highest).
 _PRECEDING_SQL = """
@@ -99,6 +104,8 @@ def turn_context_ahead(*, bank: Bank, text: str, metadata: dict[str, Any], creat
     turn is embedded once, with its context. The insert's refresh finds it current and embeds nothing
     again unless a turn landed in between (then it rewrites it, and the vector follows the commit)."""
     window = context_turns(bank.config)
+    if not window or SESSION_METADATA_KEYS.isdisjoint(metadata):
+        return None  # the context off, or no session: every retain outside a conversation skips the statement
     with connection.cursor() as cursor:
         cursor.execute(_PRECEDING_SQL, {"metadata": json.dumps(metadata), "bank": bank.pk, "created": created_at,
                                         "window": window})
