@@ -2,6 +2,6 @@
 
 from banks.providers.base import ProviderError, ProviderTimeout
 from banks.providers.embeddings import Embedder, bank_embedder, get_embedder
-from banks.providers.llm import LanguageModel, get_llm
+from banks.providers.llm import LanguageModel, extraction_is_remote, get_llm
 
-__all__ = ["Embedder", "bank_embedder", "LanguageModel", "ProviderError", "ProviderTimeout", "get_embedder", "get_llm"]
+__all__ = ["Embedder", "bank_embedder", "extraction_is_remote", "LanguageModel", "ProviderError", "ProviderTimeout", "get_embedder", "get_llm"]

@@ -149,6 +149,12 @@ def build_llm(spec: str) -> LanguageModel:
     raise ProviderError(spec, f"Unknown language model provider {spec!r}; use extractive or openai:<model>")
 
 
+def extraction_is_remote(llm: LanguageModel) -> bool:
+    """Whether ``llm.extract_entities`` calls another service (a chat model: seconds, and paid for) rather
+    than running here in microseconds (``extractive``). Any model this module does not know counts as remote."""
+    return not isinstance(llm, ExtractiveLanguageModel)
+
+
 @lru_cache(maxsize=8)
 def _cached(spec: str, url: str, timeout: float) -> LanguageModel:
     return build_llm(spec)

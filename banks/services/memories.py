@@ -21,7 +21,7 @@ from django.utils import timezone
 from banks.access import Principal, authorize
 from banks.content import clean_metadata, content_hash, metadata_size, new_memory_id
 from banks.models import Bank, Memory
-from banks.providers import bank_embedder, get_llm
+from banks.providers import bank_embedder, extraction_is_remote, get_llm
 from banks.providers.embeddings import TextVectors
 from banks.selectors.near_duplicates import NEAR_CANDIDATES, NEAR_LOOK_BREADTH, near_duplicate_of
 from banks.services.audit import audit_record
@@ -166,12 +166,20 @@ def memory_retain(
     if vectors is None or vectors.embedder.name != embedder.name:
         vectors = TextVectors(embedder)
     vector = vectors.of(embedding_text(text, context))
-    if near_dedup:
+    llm = get_llm() if entities is None and extract_entities else None
+    # The look under the bank's lock (below) is the one that decides. This first one, before the
+    # transaction, spares a near-duplicate its entity extraction when that is a remote chat-model call
+    # (and the insert into the bank's graph that is rolled back, a dead entry until vacuum). With the
+    # extraction local (the default ``extractive``) or none, it would only repeat the second look for
+    # every retain, so it is skipped: a near-duplicate then costs the rolled-back insert instead
+    # (docs/benchmarks.md, "Load": a retain's statements).
+    early_look = near_dedup and llm is not None and extraction_is_remote(llm)
+    if early_look:
         duplicate = _near_duplicate(bank, text, vector, embedder.dimensions, embedder.name)
         if duplicate:
             return duplicate
-    if entities is None and extract_entities:
-        entities = [{"name": e.name, "entity_type": e.entity_type} for e in get_llm().extract_entities(text)]
+    if llm is not None:
+        entities = [{"name": e.name, "entity_type": e.entity_type} for e in llm.extract_entities(text)]
     memory = Memory(
         bank=bank, memory_id=memory_id or new_memory_id(), text=text, fact_type=fact_type or "world",
         memory_layer=memory_layer, tags=tags, metadata=metadata, occurred_at=occurred_at, retained_at=now,
@@ -213,6 +221,11 @@ def memory_retain(
                 stored=False, deduplicated=True, similarity=1.0, error="Duplicate content",
                 retention_action="deduplicated")
         if constraint == "memory_id_unique_per_bank":
+            # A near-duplicate is answered as one whatever id it asked for, as when the first look ran.
+            duplicate = (None if early_look or not near_dedup else
+                         _near_duplicate(bank, text, vector, embedder.dimensions, embedder.name))
+            if duplicate:
+                return duplicate
             raise Conflict(f"memory_id '{memory_id}' already exists in bank '{bank.bank_id}'",
                            constraint=constraint) from None
         raise

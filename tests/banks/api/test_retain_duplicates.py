@@ -61,3 +61,42 @@ def test_consolidation_merges_true_duplicates_but_never_lookalikes(strict):
     assert counts["merged"] == 1
     live = set(Memory.objects.live().values_list("pk", flat=True))
     assert noah.pk in live and liam.pk in live and again.pk not in live
+
+
+def test_a_near_duplicate_asking_for_a_taken_id_is_answered_as_a_duplicate(api, strict):
+    # With the extraction local the only look is the one after the insert, which the taken id stops:
+    # the answer is still the duplicate, as when a look ran before the insert.
+    first = retain(api, NOAH, memory_id="ticket-1")
+    again = retain(api, NOAH_AGAIN, memory_id="ticket-1")
+    assert again["stored"] is False and again["duplicate_of"] == first["memory_id"] == "ticket-1"
+    taken = api.post("/v1/retain", {"content": LIAM, "bank_id": "user-alice", "memory_id": "ticket-1"})
+    assert taken.status_code == 409
+
+
+def test_a_refused_near_duplicate_leaves_no_row_mention_count_or_event(api, strict):
+    from banks.models import AuditEvent, Entity, MemoryEntity
+
+    retain(api, NOAH)
+    counts = dict(Entity.objects.values_list("entity_id", "mention_count"))
+    assert counts and retain(api, NOAH_AGAIN)["stored"] is False
+    assert Memory.objects.count() == 1 and MemoryEntity.objects.count() == sum(counts.values())
+    assert dict(Entity.objects.values_list("entity_id", "mention_count")) == counts
+    assert AuditEvent.objects.filter(action="memory.retain").count() == 1
+
+
+def test_a_remote_extractor_is_not_asked_about_a_near_duplicate(api, strict, monkeypatch):
+    from banks.providers.extractive import ExtractiveLanguageModel
+
+    asked: list[str] = []
+
+    class Remote:  # not the local extractive model: a chat model's extraction is a remote call
+        name = "openai:test"
+
+        def extract_entities(self, text):
+            asked.append(text)
+            return ExtractiveLanguageModel().extract_entities(text)
+
+    monkeypatch.setattr("banks.services.memories.get_llm", Remote)
+    retain(api, NOAH)
+    assert retain(api, NOAH_AGAIN)["stored"] is False
+    assert asked == [NOAH]
