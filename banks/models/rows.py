@@ -9,7 +9,7 @@ arrays, vectors).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
@@ -56,15 +56,19 @@ def _insert_shape(model: type[models.Model], names: tuple[str, ...],
     return sql, fields
 
 
-def insert_row(instance: models.Model, names: Sequence[str], returning: Sequence[str] = ("id",)) -> tuple[Any, ...]:
+def insert_row(instance: models.Model, names: Sequence[str], returning: Sequence[str] = ("id",), *,
+               formatted: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
     """INSERT the unsaved ``instance``: the fields ``names`` (names or attribute names; the others get
     their database defaults);
-    returns the ``returning`` columns (the caller sets them on the instance) and marks it saved."""
+    returns the ``returning`` columns (the caller sets them on the instance) and marks it saved.
+    ``formatted``: values the caller already put in their database form, by field attribute name."""
     model = type(instance)
     sql, fields = _insert_shape(model, tuple(names), tuple(returning))
     alias = router.db_for_write(model) or "default"
     connection = connections[alias]
-    params = [field.get_db_prep_save(getattr(instance, field.attname), connection) for field in fields]
+    given = formatted or {}
+    params = [given[field.attname] if field.attname in given
+              else field.get_db_prep_save(getattr(instance, field.attname), connection) for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

@@ -13,6 +13,7 @@ gives who (``actor``) and why (``reason``, and ``details`` such as the criteria 
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,8 +81,14 @@ def _pairs_drop(bank_pk: int, memory_pks: Sequence[int]) -> None:
 def row_insert(memory: Memory) -> None:
     """Store the new ``memory`` (a retain), taking back its id and what the insert triggers derived
     from its bank (the vector-index tier, the text search configuration)."""
+    # The vector rounded to the single precision it is stored in, then written in nine digits, which
+    # give those values back exactly: the same stored vector as the field's own formatting (seventeen
+    # digits, rounded by the server), in a third of the Python time and two thirds of the text.
+    embedding = memory.embedding
+    literal = _literal(array("f", embedding) if embedding is not None and not isinstance(embedding, str) else embedding)
     memory.pk, memory.own_vector_index, memory.search_config, memory.session_key = insert_row(
-        memory, (*COLUMNS, "context"), ("id", "own_vector_index", "search_config", "session_key"))
+        memory, (*COLUMNS, "context"), ("id", "own_vector_index", "search_config", "session_key"),
+        formatted={"embedding": literal})
     if memory.session_key:
         # A conversation turn: its context, and its followers' when it arrived late (banks.services.memory_rows.contexts).
         # A context computed before the insert (``turn_context_ahead``, its vector made with it) is found current.

@@ -200,8 +200,9 @@ def test_an_entity_another_writer_commits_while_a_retain_waits_for_it_is_linked_
     # One statement inserts a retain's missing entities and links them; its snapshot predates the other
     # writer's commit, so the entity it waited for is linked by a statement of its own.
     bank = _bank("race-entity-wait")
-    first, second = (memory_retain(bank=bank, text=t, actor="test", extract_entities=False).memory
-                     for t in ("Alice opened the office.", "Alice and Bruno closed the office."))
+    first, second = (Memory.objects.get(bank=bank, memory_id=memory_retain(
+        bank=bank, text=t, actor="test", extract_entities=False).memory_id)
+        for t in ("Alice opened the office.", "Alice and Bruno closed the office."))
     created = threading.Event()
 
     def attach(i: int) -> list[int]:

@@ -210,3 +210,28 @@ def test_a_bulk_move_copies_the_graph_edges_between_the_entities_its_rows_mentio
     # Dave's edge has an end the move did not bring: it stays in the source bank only.
     assert copied == [("Alice", "Bob", "reports_to", "org chart", 0.8, target.pk, target.pk)]
     assert EntityLink.objects.filter(bank=source).count() == 2
+
+
+def test_a_retained_vector_is_stored_as_the_fields_own_formatting_stored_it():
+    # row_insert writes the vector in nine digits after rounding it to single precision; components
+    # that are not single-precision values already (here: doubles) must still land on the same floats.
+    import random
+
+    from pgvector import Vector
+
+    from banks.providers.embeddings import TextVectors
+    from banks.services.memories import memory_retain
+
+    bank = make_bank("vector-text")
+    embedder = bank_embedder(bank)
+    rng = random.Random(7)
+    values = [rng.gauss(0, 0.05) for _ in range(embedder.dimensions)]
+    vectors = TextVectors(embedder)
+    text = "The vector of this memory is given."
+    vectors._known[text] = values  # as if this request had embedded it
+    stored = Memory.objects.get(bank=bank, memory_id=memory_retain(bank=bank, text=text, actor="test",
+                                                                    vectors=vectors).memory_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT embedding::text = %s::vector::text FROM banks_memory WHERE id = %s",
+                       [Vector._to_db(values), stored.pk])
+        assert cursor.fetchone()[0] is True
