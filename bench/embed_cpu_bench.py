@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/embed_cpu_bench.py
     .venv/bin/python bench/embed_cpu_bench.py --option session.intra_op.allow_spinning=0 --option arena=0
+    .venv/bin/python bench/embed_cpu_bench.py --previous main --variant block=32,smooth=0
 
 Each variant is one ONNX Runtime session of one intra-op thread, as a web worker runs it
 (banks.providers.minilm_onnx). The CPU time is the calling thread's (``time.thread_time``), for a
@@ -11,15 +12,19 @@ machine weigh on every variant alike. The vectors are compared over the committe
 questions and turns (cosine to the float graph's, min / 1st percentile / mean). ``--option``
 adds a float session with one more setting: ``arena=0``, ``pattern=0`` (the memory arena and pattern
 planner), ``level=basic|extended`` (graph optimisation) or any session config entry ``KEY=VALUE``.
-Needs no database.
+``--variant`` adds an int8 graph written with other arguments (``block=32,smooth=0``: see
+minilm_onnx.build_model), and ``--previous REF`` the int8 graph as the module at git revision REF wrote
+it, so a change to the graph is timed against the one before it in the same rounds. Needs no database.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +59,26 @@ def session(model: bytes, option: str | None) -> Any:
                                                 "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED}[value]
         else:
             options.add_session_config_entry(key, value)
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=minilm_onnx.NO_FUSION)
+
+
+def previous_graph(ref: str, model_dir: Path) -> bytes:
+    """The int8 graph as banks/providers/minilm_onnx.py at git revision ``ref`` writes it."""
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:banks/providers/minilm_onnx.py"],
+                            check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType(f"minilm_onnx_{ref}")
+    exec(compile(source, f"{ref}:minilm_onnx.py", "exec"), module.__dict__)  # noqa: S102 (this repository's own file)
+    return module.build_model(model_dir, "int8")
+
+
+def variant(spec: str) -> dict[str, Any]:
+    """``block=32,smooth=0`` as build_model's keyword arguments."""
+    kwargs: dict[str, Any] = {}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        kwargs[key] = int(value) if key == "block" else value not in {"0", "false", "no"}
+    return kwargs
 
 
 def main() -> None:
@@ -62,6 +86,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=60, help="calls per text, variant and round")
     parser.add_argument("--option", action="append", default=[], help="a float session with this setting too")
+    parser.add_argument("--variant", action="append", default=[], help="an int8 graph with these build arguments")
+    parser.add_argument("--previous", action="append", default=[], help="the int8 graph at this git revision")
     args = parser.parse_args()
     from tokenizers import Tokenizer
 
@@ -72,6 +98,9 @@ def main() -> None:
     graphs = {weights: minilm_onnx.build_model(model_dir, weights) for weights in minilm_onnx.WEIGHTS}
     sessions = {"float": session(graphs["float"], None), "int8": session(graphs["int8"], None)}
     sessions.update({f"float, {option}": session(graphs["float"], option) for option in args.option})
+    sessions.update({f"int8, {spec}": session(minilm_onnx.build_model(model_dir, "int8", **variant(spec)), None)
+                     for spec in args.variant})
+    sessions.update({f"int8 at {ref}": session(previous_graph(ref, model_dir), None) for ref in args.previous})
 
     def encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = tokenizer.encode_batch(texts)

@@ -2,17 +2,22 @@
 faster CPU kernels.
 
 The graph is written here from the installed safetensors weights (no converted model file to ship or
-fetch): BERT's embeddings, six encoder layers (ONNX Runtime's fused Attention, SkipLayerNormalization
-and BiasGelu operators), then mean pooling over the attention mask; the L2 normalisation stays in numpy.
+fetch): BERT's embeddings, six encoder layers (ONNX Runtime's fused Attention and BiasGelu operators,
+layer norms in plain operators), then mean pooling over the attention mask; the L2 normalisation stays
+in numpy.
 A question of a dozen word pieces is read through about 40 MB of weights, which numpy hands to BLAS
 one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
 
 With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``) the 24 matrix products of the encoder read 8-bit
-weights in blocks of 32 inputs, each block with its own scale (ONNX Runtime's MatMulNBits, whose int8
+weights in blocks of 64 inputs, each block with its own scale (ONNX Runtime's MatMulNBits, whose int8
 kernels also quantize the activations per block); the embeddings, layer norms, attention scores and
-pooling stay float. Per-block scales keep every vector at cosine 0.999 or more from the float graph's
-over the committed recall data, where whole-tensor dynamic quantization gave 0.988 (docs/benchmarks.md).
+pooling stay float. Before quantizing, each product's input channels are smoothed (SmoothQuant): the
+channels whose activations run large (a few per layer norm and GELU, up to 15 times the median) are
+divided by a factor that their weights take on, so one scale per block holds them with less loss. In
+float the smoothing changes nothing; with 8-bit weights it keeps every vector at cosine 0.999 or more
+from the float graph's over the committed recall data (0.9987 unsmoothed at blocks of 64), where
+whole-tensor dynamic quantization gave 0.988 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-OPSET = 17  # LayerNormalization
+OPSET = 17
 # Bumped whenever build_model writes a different graph: cached graphs of another version are not read.
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 MS = "com.microsoft"  # ONNX Runtime's contributed operators
 
 
@@ -44,8 +49,30 @@ def available() -> bool:
 
 
 # int8 weights: each matrix product's weights in blocks of this many inputs, one scale per block and output.
-INT8_BLOCK = 32
+INT8_BLOCK = 64
 WEIGHTS = ("float", "int8")
+# The largest |activation| of each input channel of each product, over the committed recall data's texts
+# (bench/minilm_activations.py writes it), and how much of the channels' spread the weights take on:
+# s = max|x| ** alpha / max|w| ** (1 - alpha). 0.65 kept the closest vectors of 0.35 / 0.5 / 0.65 / 0.8.
+ACTIVATIONS = Path(__file__).with_name("minilm_activations.npz")
+SMOOTH_ALPHA = 0.65
+
+
+def product_inputs(layers: int) -> dict[str, str]:
+    """The graph's name for the input of each product, ``"{layer}.{product}"`` -> tensor name."""
+    names: dict[str, str] = {}
+    for i in range(layers):
+        names |= {f"{i}.qkv": "emb.out" if i == 0 else f"l{i - 1}.ln2", f"{i}.out": f"l{i}.ctx",
+                  f"{i}.up": f"l{i}.ln1", f"{i}.down": f"l{i}.gelu"}
+    return names
+
+
+def smoothing(activations: np.ndarray, weight: np.ndarray, alpha: float = SMOOTH_ALPHA) -> np.ndarray:
+    """Per input channel of ``weight`` [outputs, inputs], the factor its activations are divided by and its
+    weights multiplied by (the product unchanged in exact arithmetic)."""
+    x = np.maximum(activations.astype(np.float32), 1e-5)
+    w = np.maximum(np.abs(weight).max(axis=0), 1e-5)
+    return (x ** alpha / w ** (1.0 - alpha)).astype(np.float32)
 
 
 def int8_blocks(weight: np.ndarray, block: int = INT8_BLOCK) -> tuple[np.ndarray, np.ndarray]:
@@ -60,13 +87,17 @@ def int8_blocks(weight: np.ndarray, block: int = INT8_BLOCK) -> tuple[np.ndarray
     return quantized.astype(np.uint8), scales.reshape(-1).astype(np.float32)
 
 
-def build_model(model_dir: Path, weights: str = "float") -> bytes:
+def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = None, block: int = INT8_BLOCK) -> bytes:
     """The serialized ONNX graph of the model in ``model_dir`` (inputs ids [B, L] int64, positions [L]
     int64, mask [B, L] float; output the mean-pooled, not yet normalised, [B, 384] float).
 
-    ``weights``: "float", or "int8" (the encoder's matrix products on 8-bit weights, see OnnxForward)."""
+    ``weights``: "float", or "int8" (the encoder's matrix products on 8-bit weights, see OnnxForward).
+    ``smooth``: the products' inputs smoothed (module docstring); by default with int8 weights only.
+    ``block``: the int8 weights' block (bench/embed_cpu_bench.py compares others)."""
     if weights not in WEIGHTS:
         raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
+    if smooth is None:
+        smooth = weights == "int8"
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
@@ -75,6 +106,7 @@ def build_model(model_dir: Path, weights: str = "float") -> bytes:
     raw = {k.removeprefix("bert."): v.astype(np.float32) for k, v in
            load_file(str(model_dir / "model.safetensors")).items()}
     hidden = raw["embeddings.word_embeddings.weight"].shape[1]
+    activations = dict(np.load(ACTIVATIONS)) if smooth else {}
     inits: list[Any] = []
     nodes: list[Any] = []
 
@@ -87,16 +119,33 @@ def build_model(model_dir: Path, weights: str = "float") -> bytes:
         return out
 
     def layer_norm(x: str, prefix: str, out: str) -> str:
-        return node("LayerNormalization", [x, const(prefix + ".g", raw[prefix + ".weight"]),
-                                           const(prefix + ".b", raw[prefix + ".bias"])], out, axis=-1, epsilon=eps)
+        """BERT's layer norm in plain operators: ONNX Runtime's LayerNormalization and SkipLayerNormalization
+        kernels took 4 times as long on this CPU (docs/benchmarks.md), 12 % of a 52-piece text. Written
+        with Mul and Reciprocal, which ONNX Runtime's layer norm fusion does not match (and it is off)."""
+        mean = node("ReduceMean", [x], out + ".mean", axes=[-1], keepdims=1)
+        centred = node("Sub", [x, mean], out + ".c")
+        var = node("ReduceMean", [node("Mul", [centred, centred], out + ".c2")], out + ".var", axes=[-1], keepdims=1)
+        inv = node("Reciprocal", [node("Sqrt", [node("Add", [var, const(out + ".eps", np.float32(eps))], out + ".ve")],
+                                       out + ".sd")], out + ".inv")
+        scaled = node("Mul", [node("Mul", [centred, inv], out + ".n"), const(prefix + ".g", raw[prefix + ".weight"])],
+                      out + ".ng")
+        return node("Add", [scaled, const(prefix + ".b", raw[prefix + ".bias"])], out)
 
-    def matmul(x: str, weight: np.ndarray, out: str) -> str:
-        """x @ weight.T (``weight`` as stored: [outputs, inputs])."""
+    def smoothed(x: str, factors: np.ndarray, out: str) -> str:
+        """``x`` divided by a product's smoothing factors."""
+        return node("Mul", [x, const(out + ".unsmooth", (1.0 / factors).astype(np.float32))], out + ".smooth")
+
+    def matmul(x: str, weight: np.ndarray, out: str, product: str | None = None) -> str:
+        """x @ weight.T (``weight`` as stored: [outputs, inputs]); ``product`` ("{layer}.{kind}"): its input
+        smoothed here first, when the graph is."""
+        if smooth and product is not None:
+            factors = smoothing(activations[product], weight)
+            x, weight = smoothed(x, factors, out), weight * factors
         if weights == "int8":
-            blocks, scales = int8_blocks(weight)
+            blocks, scales = int8_blocks(weight, block)
             # accuracy_level 4: the activations are quantized per block too, onto the int8 kernels.
             return node("MatMulNBits", [x, const(out + ".q8", blocks), const(out + ".s", scales)], out, domain=MS,
-                        K=weight.shape[1], N=weight.shape[0], bits=8, block_size=INT8_BLOCK, accuracy_level=4)
+                        K=weight.shape[1], N=weight.shape[0], bits=8, block_size=block, accuracy_level=4)
         return node("MatMul", [x, const(out + ".w", np.ascontiguousarray(weight.T))], out)
 
     def attention(x: str, qkv_w: np.ndarray, qkv_b: np.ndarray, mask_index: str, out: str) -> str:
@@ -115,9 +164,8 @@ def build_model(model_dir: Path, weights: str = "float") -> bytes:
 
     def skip_norm(x: str, skip: str, prefix: str, bias: np.ndarray, out: str) -> str:
         """layer_norm(x + bias + skip)."""
-        return node("SkipLayerNormalization", [x, skip, const(prefix + ".g", raw[prefix + ".weight"]),
-                                               const(prefix + ".b", raw[prefix + ".bias"]),
-                                               const(out + ".bias", bias)], out, domain=MS, epsilon=eps)
+        return layer_norm(node("Add", [node("Add", [x, const(out + ".bias", bias)], out + ".xb"), skip], out + ".sum"),
+                          prefix, out)
 
     words = node("Gather", [const("word", raw["embeddings.word_embeddings.weight"]), "ids"], "emb.words")
     places = node("Gather", [const("position", raw["embeddings.position_embeddings.weight"]), "positions"],
@@ -125,24 +173,33 @@ def build_model(model_dir: Path, weights: str = "float") -> bytes:
     x = node("Add", [node("Add", [words, places], "emb.sum"),
                      const("token_type", raw["embeddings.token_type_embeddings.weight"][0])], "emb.all")
     x = layer_norm(x, "embeddings.LayerNorm", "emb.out")
-    # ONNX Runtime's own kernels for BERT's blocks (its com.microsoft operators): attention in one node
-    # from the packed query/key/value weights and the 0/1 mask, the residual add, bias and layer norm in
-    # one, the bias and exact-erf GELU in one. The same arithmetic as the plain operators, in fewer and
-    # fused passes: a 6-piece question took 2.6 against 3.1 ms of CPU, a 52-piece text 11.3 against 11.9
-    # (one thread, the best of 15 rounds of 100, busy machine); the vectors agree to float32 rounding.
+    # ONNX Runtime's own kernels for attention (one node from the packed query/key/value weights and the
+    # 0/1 mask) and for the bias and exact-erf GELU (one node): the same arithmetic as the plain operators
+    # in fewer passes (a 6-piece question 2.6 against 3.1 ms of CPU, busy machine, with its fused layer
+    # norms too, which the plain ones have since replaced); the vectors agree to float32 rounding.
     mask_index = node("Cast", ["mask"], "mask.i32", to=TensorProto.INT32)
     for i in range(int(config["num_hidden_layers"])):
         p = f"encoder.layer.{i}."
         qkv_w = np.concatenate([raw[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")])
         qkv_b = np.concatenate([raw[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-        context = attention(x, qkv_w, qkv_b, mask_index, f"l{i}.ctx")
-        attended = matmul(context, raw[p + "attention.output.dense.weight"], f"l{i}.out")
+        out_w = raw[p + "attention.output.dense.weight"]
+        x_in = x
+        if smooth:
+            qkv_s, out_s = smoothing(activations[f"{i}.qkv"], qkv_w), smoothing(activations[f"{i}.out"], out_w)
+            x_in, qkv_w = smoothed(x, qkv_s, f"l{i}.qkv"), qkv_w * qkv_s
+            # The attention output's input is a mix of the values, channel by channel: its smoothing is
+            # folded into the value weights and bias, with no operator of its own.
+            qkv_b, out_w = qkv_b.copy(), out_w * out_s
+            qkv_w[2 * hidden:] /= out_s[:, None]
+            qkv_b[2 * hidden:] /= out_s
+        context = attention(x_in, qkv_w, qkv_b, mask_index, f"l{i}.ctx")
+        attended = matmul(context, out_w, f"l{i}.out")
         x = skip_norm(attended, x, p + "attention.output.LayerNorm", raw[p + "attention.output.dense.bias"],
                       f"l{i}.ln1")
-        up = matmul(x, raw[p + "intermediate.dense.weight"], f"l{i}.up")
+        up = matmul(x, raw[p + "intermediate.dense.weight"], f"l{i}.up", f"{i}.up")
         gelu = node("BiasGelu", [up, const(f"l{i}.up.b", raw[p + "intermediate.dense.bias"])], f"l{i}.gelu",
                     domain=MS)
-        down = matmul(gelu, raw[p + "output.dense.weight"], f"l{i}.down")
+        down = matmul(gelu, raw[p + "output.dense.weight"], f"l{i}.down", f"{i}.down")
         x = skip_norm(down, x, p + "output.LayerNorm", raw[p + "output.dense.bias"], f"l{i}.ln2")
     weighted = node("Mul", [x, node("Unsqueeze", ["mask", const("axis2", np.array([2], dtype=np.int64))], "mask3")],
                     "pool.masked")
@@ -178,6 +235,9 @@ def cached_model(model_dir: Path, cache_dir: Path, weights: str = "float") -> Pa
     return path
 
 
+NO_FUSION = ["LayerNormFusion", "SkipLayerNormFusion"]
+
+
 class OnnxForward:
     """The model's forward pass on an ONNX Runtime session of ``threads`` threads (None or 0: its default).
 
@@ -201,7 +261,9 @@ class OnnxForward:
                 logger.warning("could not keep the MiniLM graph under %s (%s)", cache_dir, exc)
         if model is None:
             model = build_model(model_dir, weights)
-        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        # The layer norms stay plain operators (build_model): ONNX Runtime's fused kernels are slower here.
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"],
+                                            disabled_optimizers=NO_FUSION)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         positions = np.arange(ids.shape[1], dtype=np.int64)

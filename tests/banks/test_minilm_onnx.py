@@ -60,8 +60,8 @@ def test_a_cache_folder_that_cannot_be_written_falls_back_to_memory(tmp_path) ->
 
 
 def test_the_graph_runs_bert_blocks_on_onnx_runtime_fused_kernels() -> None:
-    """Attention, the residual layer norms and the GELU are ONNX Runtime's fused operators, one node each
-    per layer (fewer passes over the activations: a question's CPU time fell by about a sixth)."""
+    """Attention and the GELU are ONNX Runtime's fused operators, one node each per layer (fewer passes
+    over the activations); the 13 layer norms are plain operators, faster than its fused kernels here."""
     import onnx
 
     from banks.providers.minilm import bundled_model_dir
@@ -69,13 +69,55 @@ def test_the_graph_runs_bert_blocks_on_onnx_runtime_fused_kernels() -> None:
     graph = onnx.load_from_string(minilm_onnx.build_model(bundled_model_dir())).graph
     ops = [node.op_type for node in graph.node]
     assert ops.count("Attention") == 6 and ops.count("BiasGelu") == 6
-    assert ops.count("SkipLayerNormalization") == 12
+    assert ops.count("ReduceMean") == 26 and "SkipLayerNormalization" not in ops and "LayerNormalization" not in ops
     assert "Softmax" not in ops and "Erf" not in ops
+    assert not any(node.output[0].endswith(".smooth") for node in graph.node)  # float: nothing smoothed
+
+
+def test_smoothed_inputs_give_the_numpy_vectors_in_float(monkeypatch) -> None:
+    """The int8 graph's smoothing (each product's input channels divided by a factor its weights take on,
+    the attention output's folded into the value weights) written with float weights: the same vectors as
+    the numpy model to float32 rounding, so the int8 graph's only distance from them is its 8-bit weights."""
+    import functools
+
+    import onnx
+
+    from banks.providers.minilm import bundled_model_dir
+
+    smoothed = functools.partial(minilm_onnx.build_model, smooth=True)
+    graph = onnx.load_from_string(smoothed(bundled_model_dir())).graph
+    factors = [node for node in graph.node if node.output[0].endswith(".smooth")]
+    assert len(factors) == 18  # query/key/value, up and down in each of 6 layers; the output's has none
+    monkeypatch.setattr(minilm_onnx, "build_model", smoothed)
+    numpy_model, onnx_model = MiniLMEmbedder(runtime="numpy"), MiniLMEmbedder(runtime="onnx")
+    expected, got = numpy_model.embed_array(TEXTS), onnx_model.embed_array(TEXTS)
+    assert (expected * got).sum(axis=1).min() > 0.99999
+    assert np.abs(expected - got).max() < 1e-4
+
+
+def test_the_kept_activations_cover_every_product_of_the_model() -> None:
+    """bench/minilm_activations.py's file: one largest |activation| per input channel of each product,
+    and the smoothing it gives moves the channels apart (not every factor alike)."""
+    from safetensors.numpy import load_file
+
+    from banks.providers.minilm import bundled_model_dir
+
+    activations = dict(np.load(minilm_onnx.ACTIVATIONS))
+    assert sorted(activations) == sorted(minilm_onnx.product_inputs(6))
+    raw = load_file(str(bundled_model_dir() / "model.safetensors"))
+    for i in range(6):
+        up = raw[f"encoder.layer.{i}.intermediate.dense.weight"]
+        down = raw[f"encoder.layer.{i}.output.dense.weight"]
+        assert activations[f"{i}.qkv"].shape == activations[f"{i}.up"].shape == (up.shape[1],)
+        assert activations[f"{i}.down"].shape == (down.shape[1],) and (activations[f"{i}.down"] > 0).all()
+        factors = minilm_onnx.smoothing(activations[f"{i}.down"], down)
+        assert factors.max() > 2 * factors.min()
 
 
 def test_int8_weights_stay_beside_the_float_vectors() -> None:
-    """The opt-in int8 graph (MEMORYHUB_MINILM_WEIGHTS=int8): 8-bit weights in blocks of 32, every vector
-    close enough to the float model's that a bank's stored float vectors and new int8 ones compare."""
+    """The int8 graph (MEMORYHUB_MINILM_WEIGHTS=int8): 8-bit weights in blocks of 64 on smoothed inputs,
+    every vector close enough to the float model's that a bank's stored float vectors and new int8 ones
+    compare."""
     float_model, int8_model = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="onnx", weights="int8")
     batch = int8_model.embed_array(TEXTS)
     alone = np.array([int8_model.embed_one(t) for t in TEXTS], dtype=np.float32)
@@ -93,6 +135,10 @@ def test_the_int8_graph_runs_every_matrix_product_on_8_bit_weights(tmp_path) -> 
     graph = onnx.load_from_string(minilm_onnx.build_model(bundled_model_dir(), "int8")).graph
     ops = [node.op_type for node in graph.node]
     assert ops.count("MatMulNBits") == 24 and ops.count("MultiHeadAttention") == 6
+    blocks = {a.i for node in graph.node if node.op_type == "MatMulNBits" for a in node.attribute
+              if a.name == "block_size"}
+    assert blocks == {minilm_onnx.INT8_BLOCK}
+    assert sum(node.output[0].endswith(".smooth") for node in graph.node) == 18
     assert "MatMul" not in ops and "Attention" not in ops
     # Kept in its own file beside the float graph's.
     MiniLMEmbedder(runtime="onnx", weights="int8", cache_dir=tmp_path).embed_one("x")
