@@ -53,7 +53,8 @@ INT8_BLOCK = 64
 WEIGHTS = ("float", "int8")
 # The largest |activation| of each input channel of each product, over the committed recall data's texts
 # (bench/minilm_activations.py writes it), and how much of the channels' spread the weights take on:
-# s = max|x| ** alpha / max|w| ** (1 - alpha). 0.65 kept the closest vectors of 0.35 / 0.5 / 0.65 / 0.8.
+# s = max|x| ** alpha / max|w| ** (1 - alpha). Of 0.35 / 0.5 / 0.65 / 0.8, 0.65 gave the closest vectors at
+# the 1st percentile and mean, 0.5 at the minimum by 0.00006 (docs/benchmarks.md).
 ACTIVATIONS = Path(__file__).with_name("minilm_activations.npz")
 SMOOTH_ALPHA = 0.65
 
