@@ -224,15 +224,21 @@ def cached_model(model_dir: Path, cache_dir: Path, weights: str = "float") -> Pa
     Writing the graph takes about 3 s (idle machine; several times that on a busy one), and every web
     and worker process would pay it at its first question: the file is named after the weights' size
     and time and GRAPH_VERSION, and written whole under a temporary name, then renamed, so a process
-    never reads half of one that another is writing."""
+    never reads half of one that another is writing. Writing one removes the graphs of the same weights
+    that an earlier GRAPH_VERSION (or an earlier copy of the weights) left there: 60-90 MB each, read by
+    no process started since (a running one holds its graph in memory, not the file)."""
     stat = (model_dir / "model.safetensors").stat()
     key = hashlib.sha256(f"{model_dir.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{GRAPH_VERSION}".encode())
-    path = cache_dir / f"minilm-{key.hexdigest()[:16]}{'' if weights == 'float' else '-' + weights}.onnx"
+    suffix = "" if weights == "float" else "-" + weights
+    path = cache_dir / f"minilm-{key.hexdigest()[:16]}{suffix}.onnx"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
         partial.write_bytes(build_model(model_dir, weights))
         os.replace(partial, path)
+        for stale in cache_dir.glob(f"minilm-{'?' * 16}{suffix}.onnx"):
+            if stale != path:
+                stale.unlink(missing_ok=True)
     return path
 
 

@@ -52,6 +52,22 @@ def test_the_written_graph_is_kept_on_disk_and_read_back(tmp_path, monkeypatch) 
     assert np.allclose(vector, again)
 
 
+def test_a_new_graph_version_removes_the_graphs_an_earlier_one_left(tmp_path, monkeypatch) -> None:
+    models = tmp_path / "models"
+    MiniLMEmbedder(runtime="onnx", weights="int8", cache_dir=models).embed_one("x")
+    MiniLMEmbedder(runtime="onnx", cache_dir=models).embed_one("x")
+    earlier = {p.name for p in models.glob("minilm-*.onnx")}
+    unrelated = models / "notes.onnx"
+    unrelated.write_bytes(b"kept")
+    monkeypatch.setattr(minilm_onnx, "GRAPH_VERSION", minilm_onnx.GRAPH_VERSION + 1)
+    MiniLMEmbedder(runtime="onnx", weights="int8", cache_dir=models).embed_one("x")
+    now = {p.name for p in models.glob("minilm-*.onnx")}
+    # The earlier int8 graph is gone, the float one (other weights) stays until float is written again.
+    assert len(now) == 2 and len(now - earlier) == 1
+    assert [name for name in now & earlier if not name.endswith("-int8.onnx")] == list(now & earlier)
+    assert unrelated.exists()
+
+
 def test_a_cache_folder_that_cannot_be_written_falls_back_to_memory(tmp_path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
