@@ -212,6 +212,8 @@ def test_an_entity_another_writer_commits_while_a_retain_waits_for_it_is_linked_
                 created.set()
                 with connection.cursor() as cursor:  # commit once the other writer waits for Alice's row
                     for _ in range(3000):
+                        # In a transaction pg_stat_activity is a snapshot taken at its first read.
+                        cursor.execute("SELECT pg_stat_clear_snapshot()")
                         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                                        "AND query LIKE %s", ["%INSERT INTO banks_entity%"])
                         if cursor.fetchone()[0]:

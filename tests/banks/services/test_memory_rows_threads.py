@@ -79,6 +79,9 @@ def test_a_bulk_tag_keeps_a_concurrent_edit_of_the_same_row():
             # Hold the row until the bulk tag waits for it.
             with connection.cursor() as cursor:
                 for _ in range(600):
+                    # Inside a transaction pg_stat_activity is read from a snapshot taken at its first
+                    # read: without clearing it the tag's wait is never seen and the row is held 30 s.
+                    cursor.execute("SELECT pg_stat_clear_snapshot()")
                     cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                                    "AND query LIKE 'UPDATE%%banks_memory%%'")
                     if cursor.fetchone()[0]:
