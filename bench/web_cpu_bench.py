@@ -155,7 +155,7 @@ def reset(bank: Bank) -> None:
     with transaction.atomic():
         rows_delete(bank, list(Memory.objects.filter(bank=bank).exclude(memory_id__startswith="seed")
                                .values_list("pk", flat=True)), actor="bench", reason="back to the seed")
-    vacuum()
+    vacuum(bank)
 
 
 def main() -> None:
