@@ -1,8 +1,7 @@
 """Entity mentions: which of the bank's entities a memory names.
 
-Set-based, whatever the number of entities: one statement that inserts the missing entities, reads
-the others and links the memory (a second only when another writer's new entity committed meanwhile),
-and one counter update. ``mention_count`` is only ever moved by the owner
+Set-based, whatever the number of entities: one insert for the entities, one statement that reads
+them and links the memory, and one counter update. ``mention_count`` is only ever moved by the owner
 of memory rows (banks.services.memory_rows.mentions_count): SQL arithmetic, rows locked in id order,
 so concurrent writers neither lose each other's increments nor deadlock. A retain counts last, under
 its bank's lock (``count=False`` here, then ``mentions_count``): the counter rows of a bank's common
@@ -43,16 +42,16 @@ def link_memory_entities(memory: Memory, entity_pks: list[int]) -> list[int]:
 
 
 def _entities_insert(bank_pk: int, wanted: dict[str, dict[str, Any]]) -> tuple[str, list[Any]]:
-    """The insert of the bank's entities ``wanted`` that are missing (``RETURNING id, entity_id``: those it
-    created), in entity-id order: a new entity another writer is inserting makes this insert wait for
-    it, and two writers naming the same entities in different orders would deadlock."""
+    """The insert of the bank's entities ``wanted`` that are missing, in entity-id order: a new entity
+    another writer is inserting makes this insert wait for it, and two writers naming the same entities
+    in different orders would deadlock."""
     ids = sorted(wanted)
     return (
         "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
         "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
         "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
         "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
-        "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING RETURNING id, entity_id",
+        "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
         [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
          [json.dumps(wanted[i]["aliases"]) for i in ids]],
     )
@@ -62,13 +61,13 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
     """Create or reuse the bank's entities by id (or lower-cased name) and link them to the memory.
 
     Returns (the pks of the entities it names, those newly linked). With ``count`` False the newly
-    linked are not counted yet: the caller passes them to ``mentions_count`` before it commits.
-    The missing entities are created in the linking statement (one statement, see mentions_link_memory)."""
+    linked are not counted yet: the caller passes them to ``mentions_count`` before it commits."""
     wanted = _wanted(entities)
     if not wanted:
         return [], []
-    return mentions_link_memory(memory.bank_id, memory.pk, sorted(wanted), count=count,
-                                create=_entities_insert(memory.bank_id, wanted))
+    with connection.cursor() as cursor:
+        cursor.execute(*_entities_insert(memory.bank_id, wanted))
+    return mentions_link_memory(memory.bank_id, memory.pk, sorted(wanted), count=count)
 
 
 def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, Any]]]], *,

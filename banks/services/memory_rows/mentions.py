@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from django.db import connection
 
@@ -116,43 +115,25 @@ def mentions_link_named(bank_pk: int, pairs: Sequence[tuple[int, str]], *, count
     return added
 
 
-def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str], *, count: bool = True,
-                         create: tuple[str, list[Any]] | None = None) -> tuple[list[int], list[int]]:
+def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str], *,
+                         count: bool = True) -> tuple[list[int], list[int]]:
     """Link one memory to the bank's entities ``entity_ids`` (a retain): returns (the pks of those entities,
-    those newly linked, each in id order), the new ones counted unless ``count`` is False.
-
-    ``create``: the entities' owner's insert of those missing (banks.services.entities, ``RETURNING id,
-    entity_id``), run as the statement's first step, so a retain's entity upkeep is one statement, not
-    two. Its rows are not visible to the statement's own read of the bank's entities (one snapshot), so
-    they are taken from its RETURNING; neither is an entity another writer committed while that insert
-    waited for it (the insert skips it, the read's snapshot is older): any id found neither way is
-    linked by a statement of its own, whose snapshot sees it."""
+    those newly linked), the new ones counted unless ``count`` is False. A statement of its own after the
+    entities' insert: it must see entities other writers committed while that insert waited."""
     with connection.cursor() as cursor:
-        params: list[Any] = []
-        created, union = "", ""
-        if create is not None:
-            created, union = f"created AS ({create[0]}), ", " UNION ALL SELECT id, entity_id FROM created"
-            params = list(create[1])
-        # Vetted: ``created`` is the entities' owner's fixed statement; every value is a parameter.
         cursor.execute(
-            f"WITH {created}e AS (SELECT id, entity_id FROM banks_entity "  # noqa: S608
-            f"WHERE bank_id = %s AND entity_id = ANY(%s){union}), "
+            "WITH e AS (SELECT id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
             "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
             "SELECT %s, %s, e.id FROM e ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING "
             "RETURNING entity_id) "
-            "SELECT e.id, e.entity_id, e.id IN (SELECT entity_id FROM linked) FROM e ORDER BY e.id",
-            [*params, bank_pk, list(entity_ids), bank_pk, memory_pk])
+            "SELECT e.id, e.id IN (SELECT entity_id FROM linked) FROM e ORDER BY e.id",
+            [bank_pk, list(entity_ids), bank_pk, memory_pk])
         rows = cursor.fetchall()
-    missed = sorted(set(entity_ids) - {entity_id for _, entity_id, _ in rows})
-    if create is not None and missed:
-        found, linked = mentions_link_memory(bank_pk, memory_pk, missed, count=False)
-        rows += [(pk, None, pk in linked) for pk in found]
-        rows.sort()
-    found = [pk for pk, _, _ in rows]
-    new_links = [pk for pk, _, new in rows if new]
+    found = [pk for pk, _ in rows]
+    linked = [pk for pk, new in rows if new]
     if count:
-        mentions_count(bank_pk, dict.fromkeys(new_links, 1))
-    return found, new_links
+        mentions_count(bank_pk, dict.fromkeys(linked, 1))
+    return found, linked
 
 
 _RECOUNT = ("FROM (SELECT e2.id, count(me.id) AS n FROM banks_entity e2 LEFT JOIN banks_memoryentity me "

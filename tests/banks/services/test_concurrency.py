@@ -197,8 +197,8 @@ def test_concurrent_recalls_are_all_counted(make_token):
 
 
 def test_an_entity_another_writer_commits_while_a_retain_waits_for_it_is_linked_and_counted():
-    # One statement inserts a retain's missing entities and links them; its snapshot predates the other
-    # writer's commit, so the entity it waited for is linked by a statement of its own.
+    # A retain's entity insert waits for the entity another writer is inserting; once that writer commits,
+    # the retain links and counts it as one of its own.
     bank = _bank("race-entity-wait")
     first, second = (Memory.objects.get(bank=bank, memory_id=memory_retain(
         bank=bank, text=t, actor="test", extract_entities=False).memory_id)
