@@ -10,9 +10,10 @@ padding stays small.
 With ONNX Runtime installed (``MEMORYHUB_MINILM_RUNTIME``: ``auto``, the default, ``onnx`` or
 ``numpy``), the same weights run as an ONNX graph written at load (banks.providers.minilm_onnx):
 the same vectors to float32 rounding, a question in about half the CPU time (4.2 against 8.7 ms
-on a busy machine, one thread each). ``MEMORYHUB_MINILM_WEIGHTS=int8`` runs its matrix products on
-8-bit weights instead (banks.providers.minilm_onnx): vectors at cosine 0.999 or more from the float
-ones, under the same model name, since they compare with a bank's stored float vectors.
+on a busy machine, one thread each). ``MEMORYHUB_MINILM_WEIGHTS=int8`` (which ``auto``, the default,
+picks on a CPU with int8 dot-product instructions) runs its matrix products on 8-bit weights instead
+(banks.providers.minilm_onnx): vectors at cosine 0.999 or more from the float ones, under the same
+model name, since they compare with a bank's stored float vectors.
 
 The matrices of one question are tiny (a dozen rows): BLAS threads cost more to hand work to
 than they save, and on a busy machine a multi-threaded BLAS made one question 5x slower at the
@@ -91,8 +92,10 @@ class MiniLMEmbedder:
 
         # "auto": ONNX Runtime when it is installed. Decided now, so the embedder says what it runs.
         self.runtime = "onnx" if runtime == "onnx" or (runtime == "auto" and minilm_onnx.available()) else "numpy"
+        if weights == "auto":  # the cheaper of the two on this CPU (minilm_onnx.weights_for)
+            weights = minilm_onnx.weights_for(minilm_onnx.cpu_flags())
         if weights not in minilm_onnx.WEIGHTS:
-            raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
+            raise ValueError(f"MiniLM weights are auto, float or int8, not {weights!r}")
         # int8 is an ONNX Runtime graph; numpy runs the float weights, whose vectors int8's stay beside.
         self.weights = weights if self.runtime == "onnx" else "float"
         self._onnx: Any = None

@@ -9,7 +9,8 @@ A question of a dozen word pieces is read through about 40 MB of weights, which 
 one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
 
-With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``) the 24 matrix products of the encoder read 8-bit
+With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``, which ``auto``, the default, picks on a CPU with
+int8 dot-product instructions: weights_for) the 24 matrix products of the encoder read 8-bit
 weights in blocks of 64 inputs, each block with its own scale (ONNX Runtime's MatMulNBits, whose int8
 kernels also quantize the activations per block); the embeddings, layer norms, attention scores and
 pooling stay float. Before quantizing, each product's input channels are smoothed (SmoothQuant): the
@@ -51,6 +52,32 @@ def available() -> bool:
 # int8 weights: each matrix product's weights in blocks of this many inputs, one scale per block and output.
 INT8_BLOCK = 64
 WEIGHTS = ("float", "int8")
+# The CPU features (as Linux's /proc/cpuinfo names them) under which ONNX Runtime's int8 kernels beat its
+# float ones for this model: an int8 dot product in one instruction (x86's VNNI or AMX, ARM's dot
+# product). Without them, on an AVX2-only CPU, a 52-piece retain took 23.2 ms on int8 weights against
+# 16.3 ms on float, a question 3.25 against 3.75 ms: float is the cheaper of the two at 70/30
+# (docs/benchmarks.md, "int8 weights on a CPU without VNNI").
+INT8_DOT_PRODUCT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The CPU's feature flags (x86's ``flags``, ARM's ``Features``); none where the file cannot be read."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return frozenset()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in {"flags", "Features"}:
+            flags.update(value.split())
+    return frozenset(flags)
+
+
+def weights_for(flags: frozenset[str]) -> str:
+    """The cheaper weights on a CPU of these flags: int8 where it has int8 dot products, else float (also
+    where the flags are unknown: float is never the slower by much, int8 without them is)."""
+    return "int8" if flags & INT8_DOT_PRODUCT_FLAGS else "float"
 # The largest |activation| of each input channel of each product, over the committed recall data's texts
 # (bench/minilm_activations.py writes it), and how much of the channels' spread the weights take on:
 # s = max|x| ** alpha / max|w| ** (1 - alpha). Of 0.35 / 0.5 / 0.65 / 0.8, 0.65 gave the closest vectors at

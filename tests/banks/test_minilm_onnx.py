@@ -172,7 +172,31 @@ def test_without_onnx_runtime_int8_runs_the_float_weights_and_unknown_weights_ar
 def test_the_server_builds_minilm_with_the_configured_weights(settings) -> None:
     from banks.providers.embeddings import build_embedder
 
-    assert settings.MEMORYHUB_MINILM_WEIGHTS == "int8"  # the default (docs/benchmarks.md: quality, CPU)
-    assert getattr(build_embedder("minilm"), "weights", None) == "int8"
-    settings.MEMORYHUB_MINILM_WEIGHTS = "float"
-    assert getattr(build_embedder("minilm"), "weights", None) == "float"
+    assert settings.MEMORYHUB_MINILM_WEIGHTS == "auto"  # the default (docs/benchmarks.md: quality, CPU)
+    on_this_cpu = minilm_onnx.weights_for(minilm_onnx.cpu_flags())
+    assert getattr(build_embedder("minilm"), "weights", None) == on_this_cpu
+    for weights in ("float", "int8"):
+        settings.MEMORYHUB_MINILM_WEIGHTS = weights
+        assert getattr(build_embedder("minilm"), "weights", None) == weights
+
+
+X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma bmi2\nbugs\t\t: sysret_ss_attrs\n"
+X86_VNNI = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni\n\nprocessor\t: 1\nflags\t\t: fpu avx2 avx512f avx512_vnni\n"
+ARM_DOTPROD = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 atomics asimddp\nCPU part\t: 0xd0c\n"
+ARM_OLD = "processor\t: 0\nFeatures\t: fp asimd evtstrm crc32\n"
+
+
+@pytest.mark.parametrize(("cpuinfo", "weights"), [(X86_AVX2, "float"), (X86_VNNI, "int8"), (ARM_DOTPROD, "int8"),
+                                                  (ARM_OLD, "float"), ("", "float")])
+def test_auto_weights_are_int8_only_on_a_cpu_with_int8_dot_products(tmp_path, cpuinfo, weights) -> None:
+    """int8 kernels without a one-instruction int8 dot product made a retain 40 % dearer (docs/benchmarks.md)."""
+    path = tmp_path / "cpuinfo"
+    path.write_text(cpuinfo)
+    assert minilm_onnx.weights_for(minilm_onnx.cpu_flags(path)) == weights
+    assert minilm_onnx.cpu_flags(tmp_path / "absent") == frozenset()
+
+
+def test_auto_weights_resolve_when_the_embedder_is_built() -> None:
+    auto = MiniLMEmbedder(runtime="onnx", weights="auto")
+    assert auto.weights == minilm_onnx.weights_for(minilm_onnx.cpu_flags())
+    assert MiniLMEmbedder(runtime="numpy", weights="auto").weights == "float"
