@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -66,7 +67,7 @@ def build(n: int, bank_id: str) -> None:
             fp.write(json.dumps({"_ama_version": 1, "bank_id": bank_id, "provider": "bench", "memory_count": n})
                      + "\n")
             for i in range(n):
-                line = {"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} and detail "
+                line: dict[str, Any] = {"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} and detail "
                         f"{(i * 7919) % 100003}", "tags": [f"t{i % 50}"], "metadata": {"n": i}}
                 if i + 1 < n:
                     line["links"] = [{"target_id": f"m{i + 1:08d}", "link_type": "next"}]

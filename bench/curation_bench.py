@@ -150,6 +150,7 @@ def main() -> None:
     from banks.selectors.memories import encode_cursor
 
     sample = Memory.objects.filter(bank=bank).order_by("pk").first()
+    assert deep is not None and sample is not None, f"bank {bank.bank_id} holds fewer than 5,001 memories"
     pages = {
         "memory list, first page": f"/banks/{bank.bank_id}/memories/",
         "memory list, 5000 rows deep": f"/banks/{bank.bank_id}/memories/?after={encode_cursor(deep)}",

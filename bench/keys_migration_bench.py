@@ -71,9 +71,11 @@ class Writer(threading.Thread):
             while not self.stop.is_set():
                 n = len(self.stored) + len(self.errors)
                 try:
-                    memory = memory_retain(bank=bank, text=f"Alice Smith wrote note {n} while the keys moved.",
-                                           actor="bench").memory
-                    self.stored.append(memory.memory_id)
+                    outcome = memory_retain(bank=bank, text=f"Alice Smith wrote note {n} while the keys moved.",
+                                            actor="bench")
+                    if outcome.memory is None:
+                        raise RuntimeError(outcome.error or "the retain stored nothing")
+                    self.stored.append(outcome.memory.memory_id)
                 except Exception as error:  # noqa: BLE001  (counted: a retain must never fail here)
                     self.errors.append(f"{type(error).__name__}: {error}")
         finally:

@@ -228,7 +228,7 @@ async def client(number: int, base: str, token: str, bank_id: str, share: float,
                 # Warm-up retains count here too: every acknowledged write must be kept.
                 answer = json.loads(payload)
                 if answer.get("stored"):
-                    results.acknowledged.append((answer["memory_id"], body["content"]))
+                    results.acknowledged.append((answer["memory_id"], text))
                 else:
                     results.merged.append(answer["memory_id"])
             if not results.counting:

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import httpx
@@ -52,7 +52,7 @@ def cpu_snapshot(server: int, pgdata: str) -> dict[str, float]:
     children: dict[int, list[int]] = defaultdict(list)
     for pid, (ppid, _, _, _) in stats.items():
         children[ppid].append(pid)
-    totals: Counter[str] = Counter()
+    totals: defaultdict[str, float] = defaultdict(float)
 
     def descendants(root: int) -> list[int]:
         found, todo = [], [root]

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -67,11 +68,11 @@ def write_archive(path: Path, n: int, *, embeddings: bool = False) -> None:
         fp.write(json.dumps({"_ama_version": 1, "bank_id": "bench", "exported_at": "2026-11-22T00:00:00+00:00",
                              "provider": "bench", "memory_count": n}) + "\n")
         for i in range(n):
-            line = {"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} "
+            line: dict[str, Any] = {"id": f"m{i:08d}", "text": f"benchmark memory {i} about topic {i % 997} "
                     f"and detail {(i * 7919) % 100003}", "fact_type": "world",
                     "tags": [f"t{i % 50}"], "metadata": {"n": i}}
             if embeddings:
-                line["embedding"] = vectors.embed_one(line["text"])
+                line["embedding"] = vectors.embed([line["text"]])[0]
                 line["embedding_model"] = model.name
             fp.write(json.dumps(line) + "\n")
 

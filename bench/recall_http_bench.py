@@ -24,6 +24,7 @@ import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -105,7 +106,7 @@ def _load(bank: Bank, have: int, n: int, seed: int) -> None:
         batch.append(MemoryRow(
             memory_id=f"b{i:08d}", text=text, fact_type="world", memory_layer=None, tags=[rng.choice(TOPICS)],
             metadata={}, occurred_at=when, retained_at=now, created_at=when, source=None,
-            content_hash=content_hash(text), embedding=embedder.embed_one(text), embedding_model=embedder.name,
+            content_hash=content_hash(text), embedding=embedder.embed([text])[0], embedding_model=embedder.name,
             embedding_dims=embedder.dimensions))
         if len(batch) == 2000:
             flush()
@@ -164,7 +165,7 @@ def semantic_recall_at_10(bank: Bank, queries: list[str], filters: RecallFilters
     by_id = by_distance = total = 0
     for query in queries:
         approx = ARMS["semantic"](bank, query, filters, limit)[:10]  # (pk, similarity), nearest first
-        vector = vector_literal(embedder.embed_one(query))
+        vector = vector_literal(embedder.embed([query])[0])
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_indexscan = off")
             cursor.execute(f"SELECT m.id, 1 - {distance} FROM banks_memory m WHERE {where} "
@@ -306,7 +307,7 @@ def main() -> None:
     sizes_by_bank = {t.pk: s for t, s in zip(tenants, tenant_sizes(args.memories, args.banks), strict=False)}
     base, token = serve_http()
     month_ago = (timezone.now() - timedelta(days=30)).isoformat()
-    cases = {
+    cases: dict[str, tuple[dict[str, Any], RecallFilters]] = {
         "no filter": ({}, RecallFilters()),
         "tag filter": ({"tags": ["t7"] if args.bank else ["billing"]},
                        RecallFilters(tags=["t7"] if args.bank else ["billing"])),
