@@ -78,6 +78,8 @@ def weights_for(flags: frozenset[str]) -> str:
     """The cheaper weights on a CPU of these flags: int8 where it has int8 dot products, else float (also
     where the flags are unknown: float is never the slower by much, int8 without them is)."""
     return "int8" if flags & INT8_DOT_PRODUCT_FLAGS else "float"
+
+
 # The largest |activation| of each input channel of each product, over the committed recall data's texts
 # (bench/minilm_activations.py writes it), and how much of the channels' spread the weights take on:
 # s = max|x| ** alpha / max|w| ** (1 - alpha). Of 0.35 / 0.5 / 0.65 / 0.8, 0.65 gave the closest vectors at
