@@ -7,9 +7,10 @@ costs, against the same index rebuilt.
 
 Works on a copy of bench/load_bench.py's data (var/load-bench, copied to var/index-growth-bench while
 that server is stopped), whose bank sits on its own index. Each round rewrites every vector of the
-bank twice, by an element-wise factor and back (a new direction each time, so the index takes a new
-entry: scaling a whole vector would not, as the cosine index stores it normalised and adds a row to an
-equal entry), with a VACUUM after each: the churn of as many retains and deletes, without the model.
+bank twice (through banks.services.memory_rows.rows_reembed, as the re-embed job does), tilted by an
+element-wise factor and back (a new direction each time, so the index takes a new entry: scaling a whole
+vector would not, as the cosine index stores it normalised and adds a row to an equal entry), with a
+VACUUM after each: the churn of as many retains and deletes, without the model.
 Before, after the churn and after ``REINDEX INDEX CONCURRENTLY`` it prints the index's size and, over
 60 questions (stored vectors, nudged), the graph walk's time and buffers (EXPLAIN ANALYZE, the third of
 three passes) at recall's breadth, and recall@10 against an exact scan.
@@ -27,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -62,10 +65,11 @@ def main() -> None:
 
     prepare_local_install(settings)
     django.setup()
-    from django.db import connection
+    from django.db import connection, transaction
 
     from banks.models import Bank, Memory
-    from banks.vectors import bank_index_name, walk_breadth
+    from banks.services.memory_rows import rows_reembed
+    from banks.vectors import bank_index_name, vector_literal, walk_breadth
 
     bank = Bank.objects.get(bank_id=args.bank)
     if not bank.own_vector_index:
@@ -114,12 +118,18 @@ def main() -> None:
 
     print(f"bank {args.bank}: {live} memories, walk breadth (hnsw.ef_search) {breadth}")
     measure("as copied")
-    factors = [1.01 if k % 2 else 0.99 for k in range(384)]
-    there, back = ("[" + ",".join(str(f) for f in fs) + "]" for fs in (factors, [1 / f for f in factors]))
+    # Through the rows' owner, as the re-embed job writes a bank's new vectors.
+    cursor.execute(f"SELECT id, embedding::text, embedding_model FROM banks_memory WHERE bank_id = {bank.pk} "
+                   "AND embedding_dims = 384 ORDER BY id")
+    rows = cursor.fetchall()
+    pks, model = [row[0] for row in rows], rows[0][2]
+    stored = np.array([[float(x) for x in row[1].strip("[]").split(",")] for row in rows], dtype=np.float32)
+    tilted = stored * np.where(np.arange(384) % 2, 1.01, 0.99).astype(np.float32)
+    there, back = ([vector_literal(v.tolist()) for v in vectors] for vectors in (tilted, stored))
     for _ in range(args.rounds):
-        for factor in (there, back):
-            cursor.execute(f"UPDATE banks_memory SET embedding = embedding * %s::vector WHERE bank_id = {bank.pk}",
-                           [factor])
+        for literals in (there, back):
+            with transaction.atomic():
+                rows_reembed(bank.pk, pks, literals, model, 384)
             cursor.execute("VACUUM banks_memory")
     measure(f"after {args.rounds} rounds ({2 * args.rounds * live} vectors rewritten, vacuumed)")
     cursor.execute(f"REINDEX INDEX CONCURRENTLY {index}")
