@@ -246,9 +246,16 @@ def embedder_status(spec: str | None = None) -> dict[str, object]:
     spec = spec or settings.MEMORYHUB_EMBEDDINGS
     embedder = get_embedder(spec)
     reason = _FALLBACKS.get(spec)
-    return {"configured": spec, "model": embedder.name, "dimensions": embedder.dimensions,
-            "semantic": embedder_available(embedder) and not embedder.name.startswith("hashing"),
-            "available": embedder_available(embedder), "fallback": reason is not None, "fallback_reason": reason}
+    status: dict[str, object] = {
+        "configured": spec, "model": embedder.name, "dimensions": embedder.dimensions,
+        "semantic": embedder_available(embedder) and not embedder.name.startswith("hashing"),
+        "available": embedder_available(embedder), "fallback": reason is not None, "fallback_reason": reason}
+    # How a local model runs in this process: MiniLM's runtime (onnx, numpy) and weights (float, int8),
+    # which MEMORYHUB_MINILM_WEIGHTS=auto picks by the CPU (banks.providers.minilm_onnx.weights_for).
+    for key in ("runtime", "weights"):
+        if isinstance(value := getattr(embedder, key, None), str):
+            status[key] = value
+    return status
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -200,3 +200,19 @@ def test_auto_weights_resolve_when_the_embedder_is_built() -> None:
     auto = MiniLMEmbedder(runtime="onnx", weights="auto")
     assert auto.weights == minilm_onnx.weights_for(minilm_onnx.cpu_flags())
     assert MiniLMEmbedder(runtime="numpy", weights="auto").weights == "float"
+
+
+def test_health_says_which_weights_this_process_runs(settings, client) -> None:
+    """``auto`` depends on the CPU: /health names the runtime and the weights it chose."""
+    from banks.providers import embeddings
+
+    settings.MEMORYHUB_EMBEDDINGS = "minilm"
+    embeddings._cached.cache_clear()
+    try:
+        health = client.get("/health").json()["embeddings"]
+        assert (health["model"], health["runtime"]) == ("all-MiniLM-L6-v2", "onnx")
+        assert health["weights"] == minilm_onnx.weights_for(minilm_onnx.cpu_flags())
+        settings.MEMORYHUB_EMBEDDINGS = "hashing"
+        assert "weights" not in client.get("/health").json()["embeddings"]
+    finally:
+        embeddings._cached.cache_clear()
