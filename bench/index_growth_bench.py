@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -69,21 +68,23 @@ def main() -> None:
 
     from banks.models import Bank, Memory
     from banks.services.memory_rows import rows_reembed
-    from banks.vectors import bank_index_name, vector_literal, walk_breadth
+    from banks.vectors import bank_index_name, distance_sql, vector_literal, vector_scope, walk_breadth
 
     bank = Bank.objects.get(bank_id=args.bank)
     if not bank.own_vector_index:
         sys.exit(f"bank {args.bank} is on the shared index; give it {settings.MEMORYHUB_OWN_VECTOR_INDEX_ROWS} memories")
     index = bank_index_name(bank.pk)
-    query = (f"SELECT id FROM banks_memory WHERE bank_id = {bank.pk} AND own_vector_index AND embedding_dims = 384 "
-             "AND archived_at IS NULL AND forgotten_at IS NULL "
-             "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 50")
+    # The semantic arm's statement on a bank's own graph: its scope and distance as recall writes them.
+    query = (f"SELECT id FROM banks_memory WHERE {vector_scope(bank.pk, own=True)} AND embedding_dims = 384 "
+             f"AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY {distance_sql(384)} LIMIT 50")
+    rows = list(Memory.objects.filter(bank=bank, embedding_dims=384).order_by("pk")
+                .values_list("pk", "embedding", "embedding_model"))
+    pks, model = [pk for pk, _, _ in rows], rows[0][2]
+    stored = np.array([vector for _, vector, _ in rows], dtype=np.float32)
+    rng = np.random.default_rng(7)
+    picked = stored[rng.choice(len(stored), size=min(args.questions, len(stored)), replace=False)]
+    questions = [vector_literal(v.tolist()) for v in picked + rng.normal(0, 0.02, picked.shape).astype(np.float32)]
     cursor = connection.cursor()
-    cursor.execute(f"SELECT embedding::text FROM banks_memory WHERE bank_id = {bank.pk} AND forgotten_at IS NULL "
-                   "ORDER BY md5(id::text) LIMIT %s", [args.questions])
-    rng = random.Random(7)
-    questions = ["[" + ",".join(f"{float(x) + rng.gauss(0, 0.02):.5f}" for x in row[0].strip("[]").split(",")) + "]"
-                 for row in cursor.fetchall()]
     cursor.execute("SET enable_indexscan = off")
     truth = []
     for question in questions:
@@ -119,11 +120,6 @@ def main() -> None:
     print(f"bank {args.bank}: {live} memories, walk breadth (hnsw.ef_search) {breadth}")
     measure("as copied")
     # Through the rows' owner, as the re-embed job writes a bank's new vectors.
-    cursor.execute(f"SELECT id, embedding::text, embedding_model FROM banks_memory WHERE bank_id = {bank.pk} "
-                   "AND embedding_dims = 384 ORDER BY id")
-    rows = cursor.fetchall()
-    pks, model = [row[0] for row in rows], rows[0][2]
-    stored = np.array([[float(x) for x in row[1].strip("[]").split(",")] for row in rows], dtype=np.float32)
     tilted = stored * np.where(np.arange(384) % 2, 1.01, 0.99).astype(np.float32)
     there, back = ([vector_literal(v.tolist()) for v in vectors] for vectors in (tilted, stored))
     for _ in range(args.rounds):

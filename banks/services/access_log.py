@@ -69,7 +69,7 @@ def access_log_prune(*, now: datetime | None = None, chunk: int = PRUNE_CHUNK) -
 
 
 def access_log_drop_bank(bank_pk: int, *, chunk: int = PRUNE_CHUNK) -> int:
-    """A deleted bank's log, a chunk per transaction (bank removal calls this before the bank row goes)."""
+    """A bank's whole log, a chunk per transaction (bank removal calls this before the bank row goes)."""
     removed = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:

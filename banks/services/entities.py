@@ -41,20 +41,20 @@ def link_memory_entities(memory: Memory, entity_pks: list[int]) -> list[int]:
     return list(mentions_link_pairs(memory.bank_id, [(memory.pk, pk) for pk in entity_pks]))
 
 
-def _entities_insert(bank_pk: int, wanted: dict[str, dict[str, Any]]) -> tuple[str, list[Any]]:
-    """The insert of the bank's entities ``wanted`` that are missing, in entity-id order: a new entity
-    another writer is inserting makes this insert wait for it, and two writers naming the same entities
-    in different orders would deadlock."""
+def _entities_insert(bank_pk: int, wanted: dict[str, dict[str, Any]]) -> None:
+    """Insert the bank's entities ``wanted`` that are missing, in entity-id order: a new entity another
+    writer is inserting makes this insert wait for it, and two writers naming the same entities in
+    different orders would deadlock."""
     ids = sorted(wanted)
-    return (
-        "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
-        "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
-        "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
-        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
-        "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
-        [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
-         [json.dumps(wanted[i]["aliases"]) for i in ids]],
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
+            "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
+            "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+            "AS e(entity_id, name, entity_type, aliases, n) ORDER BY e.n ON CONFLICT DO NOTHING",
+            [bank_pk, ids, [wanted[i]["name"] for i in ids], [wanted[i]["entity_type"] for i in ids],
+             [json.dumps(wanted[i]["aliases"]) for i in ids]])
 
 
 def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bool = True) -> tuple[list[int], list[int]]:
@@ -65,8 +65,7 @@ def attach_entities(memory: Memory, entities: list[dict[str, Any]], *, count: bo
     wanted = _wanted(entities)
     if not wanted:
         return [], []
-    with connection.cursor() as cursor:
-        cursor.execute(*_entities_insert(memory.bank_id, wanted))
+    _entities_insert(memory.bank_id, wanted)
     return mentions_link_memory(memory.bank_id, memory.pk, sorted(wanted), count=count)
 
 
@@ -86,8 +85,7 @@ def attach_entities_batch(bank_pk: int, items: list[tuple[int, list[dict[str, An
             pairs.append((memory_pk, entity_id))
     if not pairs:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(*_entities_insert(bank_pk, wanted))
+    _entities_insert(bank_pk, wanted)
     return mentions_link_named(bank_pk, pairs, count=count)
 
 

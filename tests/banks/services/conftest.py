@@ -33,4 +33,21 @@ def run_in_threads(count: int, work: Callable[[int], Any]) -> tuple[list[Any], l
     return results, errors
 
 
+def wait_for_lock_waiter(query_like: str, *, tries: int, pause: float) -> bool:
+    """Poll, on this thread's connection, until a backend waits for a lock while running a statement
+    LIKE ``query_like``: a holder inside its transaction calls this before it commits, so the race
+    happens as the test means. Inside a transaction pg_stat_activity is read from a snapshot taken at
+    its first read, so each look clears it; without that the wait is never seen and the holder waits
+    out every try."""
+    with connection.cursor() as cursor:
+        for _ in range(tries):
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                           "AND query LIKE %s", [query_like])
+            if cursor.fetchone()[0]:
+                return True
+            cursor.execute("SELECT pg_sleep(%s)", [pause])
+    return False
+
+
 

@@ -15,7 +15,7 @@ from banks.services.banks import bank_create
 from banks.services.entities import attach_entities
 from banks.services.memories import memory_retain
 from banks.services.merge import memory_merge
-from tests.banks.services.conftest import run_in_threads
+from tests.banks.services.conftest import run_in_threads, wait_for_lock_waiter
 from tests.conftest import ApiClient
 from tests.fakes import SlowProvider
 
@@ -210,15 +210,8 @@ def test_an_entity_another_writer_commits_while_a_retain_waits_for_it_is_linked_
             with transaction.atomic():
                 attach_entities(first, [{"name": "Alice"}])
                 created.set()
-                with connection.cursor() as cursor:  # commit once the other writer waits for Alice's row
-                    for _ in range(3000):
-                        # In a transaction pg_stat_activity is a snapshot taken at its first read.
-                        cursor.execute("SELECT pg_stat_clear_snapshot()")
-                        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                       "AND query LIKE %s", ["%INSERT INTO banks_entity%"])
-                        if cursor.fetchone()[0]:
-                            break
-                        cursor.execute("SELECT pg_sleep(0.01)")
+                # Commit once the other writer waits for Alice's row.
+                wait_for_lock_waiter("%INSERT INTO banks_entity%", tries=3000, pause=0.01)
             return []
         created.wait(timeout=30)
         with transaction.atomic():

@@ -11,7 +11,7 @@ from banks.models import Memory
 from banks.services.bulk import bulk_apply
 from banks.services.memory_edit import memory_update
 from memoryhub.errors import Conflict, database_error_as_domain_error
-from tests.banks.services.conftest import run_in_threads
+from tests.banks.services.conftest import run_in_threads, wait_for_lock_waiter
 from tests.factories import make_bank, make_import, make_memory, row_invariant_breaks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,16 +77,7 @@ def test_a_bulk_tag_keeps_a_concurrent_edit_of_the_same_row():
             memory_update(memory=Memory.objects.get(pk=memory.pk), actor="test", tags=["ops", "night"])
             edited.set()
             # Hold the row until the bulk tag waits for it.
-            with connection.cursor() as cursor:
-                for _ in range(600):
-                    # Inside a transaction pg_stat_activity is read from a snapshot taken at its first
-                    # read: without clearing it the tag's wait is never seen and the row is held 30 s.
-                    cursor.execute("SELECT pg_stat_clear_snapshot()")
-                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                   "AND query LIKE 'UPDATE%%banks_memory%%'")
-                    if cursor.fetchone()[0]:
-                        break
-                    cursor.execute("SELECT pg_sleep(0.05)")
+            wait_for_lock_waiter("UPDATE%banks_memory%", tries=600, pause=0.05)
 
     def tag() -> None:
         edited.wait(timeout=30)
