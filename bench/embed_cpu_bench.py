@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/embed_cpu_bench.py
     .venv/bin/python bench/embed_cpu_bench.py --option session.intra_op.allow_spinning=0 --option arena=0
-    .venv/bin/python bench/embed_cpu_bench.py --previous main --variant block=32,smooth=0
+    .venv/bin/python bench/embed_cpu_bench.py --previous main --variant kept_float=4,smooth=0
 
 Each variant is one ONNX Runtime session of one intra-op thread, as a web worker runs it
 (banks.providers.minilm_onnx). The CPU time is the calling thread's (``time.thread_time``), for a
@@ -12,7 +12,7 @@ machine weigh on every variant alike. The vectors are compared over the committe
 questions and turns (cosine to the float graph's, min / 1st percentile / mean). ``--option``
 adds a float session with one more setting: ``arena=0``, ``pattern=0`` (the memory arena and pattern
 planner), ``level=basic|extended`` (graph optimisation) or any session config entry ``KEY=VALUE``.
-``--variant`` adds an int8 graph written with other arguments (``block=32,smooth=0``: see
+``--variant`` adds an int8 graph written with other arguments (``kept_float=4,smooth=0``: see
 minilm_onnx.build_model), and ``--previous REF`` the int8 graph as the module at git revision REF wrote
 it, so a change to the graph is timed against the one before it in the same rounds. Needs no database.
 """
@@ -68,16 +68,18 @@ def previous_graph(ref: str, model_dir: Path) -> bytes:
     source = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:banks/providers/minilm_onnx.py"],
                             check=True, capture_output=True, text=True).stdout
     module = types.ModuleType(f"minilm_onnx_{ref}")
+    # Its kept activations are read beside this checkout's module (the file itself is not versioned by ref).
+    module.__file__ = str(REPO / "banks" / "providers" / "minilm_onnx.py")
     exec(compile(source, f"{ref}:minilm_onnx.py", "exec"), module.__dict__)  # noqa: S102 (this repository's own file)
     return module.build_model(model_dir, "int8")
 
 
 def variant(spec: str) -> dict[str, Any]:
-    """``block=32,smooth=0`` as build_model's keyword arguments."""
+    """``kept_float=4,smooth=0`` as build_model's keyword arguments."""
     kwargs: dict[str, Any] = {}
     for item in spec.split(","):
         key, _, value = item.partition("=")
-        kwargs[key] = int(value) if key == "block" else value not in {"0", "false", "no"}
+        kwargs[key] = value if key == "rows" else int(value) if key == "kept_float" else value not in {"0", "false", "no"}
     return kwargs
 
 
@@ -127,6 +129,10 @@ def main() -> None:
     for name in sessions:
         cosines = (vectors["float"] * vectors[name]).sum(axis=1)
         print(f"  {name}: min {cosines.min():.5f}  1st percentile {np.percentile(cosines, 1):.5f}  "
+              f"mean {cosines.mean():.5f}")
+    for ref in args.previous:  # what a bank's vectors written by that graph are to the new ones
+        cosines = (vectors["int8"] * vectors[f"int8 at {ref}"]).sum(axis=1)
+        print(f"  int8 against int8 at {ref}: min {cosines.min():.5f}  1st percentile {np.percentile(cosines, 1):.5f}  "
               f"mean {cosines.mean():.5f}")
     inputs = [encode([QUESTION]), encode([RETAIN])]
     best = {name: [float("inf")] * len(inputs) for name in sessions}

@@ -10,15 +10,19 @@ one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
 
 With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``, which ``auto``, the default, picks on a CPU with
-int8 dot-product instructions: weights_for) the 24 matrix products of the encoder read 8-bit
-weights in blocks of 64 inputs, each block with its own scale (ONNX Runtime's MatMulNBits, whose int8
-kernels also quantize the activations per block); the embeddings, layer norms, attention scores and
-pooling stay float. Before quantizing, each product's input channels are smoothed (SmoothQuant): the
-channels whose activations run large (a few in the feed-forward's inputs, up to 13 times the median) are
-divided by a factor that their weights take on, so one scale per block holds them with less loss. In
-float the smoothing changes nothing; with 8-bit weights it keeps every vector at cosine 0.999 or more
-from the float graph's over the committed recall data (0.998 unsmoothed at blocks of 64), where
-whole-tensor dynamic quantization gave 0.988 (docs/benchmarks.md).
+int8 dot-product instructions: weights_for) the 24 matrix products of the encoder run on ONNX Runtime's
+int8 matrix kernels (MatMulIntegerToFloat: 8-bit weights with one scale per output, 8-bit inputs with
+one scale for the whole tensor); the embeddings, layer norms, attention scores and pooling stay float.
+Three things keep the vectors at cosine 0.9989 or more from the float graph's (mean 0.9997) over the
+committed recall data, where plain whole-tensor quantization gave 0.984-0.988 (docs/benchmarks.md):
+- each product's input channels are smoothed first (SmoothQuant): the channels whose activations run
+  large (a few in the feed-forward's inputs, up to 13 times the median) are divided by a factor that
+  their weights take on (in float this changes nothing);
+- each row (one word piece) is divided by its own largest value before the product and multiplied
+  back after, so one fixed scale holds every row, and a text's vector does not depend on the texts
+  batched beside it;
+- the FLOAT_CHANNELS input channels that still run largest after smoothing stay float, in a product of
+  their own beside the int8 one.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 OPSET = 17
 # Bumped whenever build_model writes a different graph: cached graphs of another version are not read.
-GRAPH_VERSION = 3
+GRAPH_VERSION = 4
 MS = "com.microsoft"  # ONNX Runtime's contributed operators
 
 
@@ -49,8 +53,12 @@ def available() -> bool:
     return True
 
 
-# int8 weights: each matrix product's weights in blocks of this many inputs, one scale per block and output.
-INT8_BLOCK = 64
+# int8 weights: the input channels of each product kept float beside its int8 part (module docstring). Of
+# 0 / 2 / 4 / 8, 8 gave the closest vectors (cosine to float min 0.99704 / 0.99830 / 0.99877 / 0.99895), at
+# the same cost as 2 or 4 (docs/benchmarks.md, "int8 products on ONNX Runtime's integer kernels").
+FLOAT_CHANNELS = 8
+# Where a row of a product's input is all zeros, its largest value is taken as this instead (no 0 / 0).
+ROW_FLOOR = np.float32(1e-12)
 WEIGHTS = ("float", "int8")
 # The CPU features (as Linux's /proc/cpuinfo names them) under which ONNX Runtime's int8 kernels beat its
 # float ones for this model: an int8 dot product in one instruction (x86's VNNI or AMX, ARM's dot
@@ -105,25 +113,33 @@ def smoothing(activations: np.ndarray, weight: np.ndarray, alpha: float = SMOOTH
     return (x ** alpha / w ** (1.0 - alpha)).astype(np.float32)
 
 
-def int8_blocks(weight: np.ndarray, block: int = INT8_BLOCK) -> tuple[np.ndarray, np.ndarray]:
-    """``weight`` [N outputs, K inputs] as MatMulNBits reads 8-bit weights: uint8 [N, K / block, block]
-    centred on 128 (symmetric, so no zero points are stored), and the float scales [N * K / block]."""
-    outputs, inputs = weight.shape
-    blocks = -(-inputs // block)
-    padded = np.pad(weight, ((0, 0), (0, blocks * block - inputs))).reshape(outputs, blocks, block)
-    scales = np.abs(padded).max(axis=-1) / 127.0
+def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``weight`` [N outputs, K inputs] as MatMulIntegerToFloat reads 8-bit weights: int8 [K, N], symmetric
+    (no zero points), and the float scales [N], one per output."""
+    scales = np.abs(weight).max(axis=1) / 127.0
     scales[scales == 0] = 1.0
-    quantized = np.clip(np.rint(padded / scales[..., None]), -127, 127).astype(np.int16) + 128
-    return quantized.astype(np.uint8), scales.reshape(-1).astype(np.float32)
+    quantized = np.clip(np.rint(weight / scales[:, None]), -127, 127).astype(np.int8)
+    return np.ascontiguousarray(quantized.T), scales.astype(np.float32)
 
 
-def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = None, block: int = INT8_BLOCK) -> bytes:
+def float_channels(weight: np.ndarray, count: int = FLOAT_CHANNELS) -> np.ndarray:
+    """The ``count`` input channels of ``weight`` [outputs, inputs] with the largest weights, in order.
+
+    On a smoothed product these are also the channels whose activations run largest: smoothing leaves a
+    channel's largest activation at (x * w) ** (1 - alpha) and its largest weight at (x * w) ** alpha, so
+    both order the channels alike (smoothing's x and w being the channel's before it)."""
+    return np.sort(np.argsort(-np.abs(weight).max(axis=0), kind="stable")[:count])
+
+
+def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = None,
+                kept_float: int = FLOAT_CHANNELS) -> bytes:
     """The serialized ONNX graph of the model in ``model_dir`` (inputs ids [B, L] int64, positions [L]
     int64, mask [B, L] float; output the mean-pooled, not yet normalised, [B, 384] float).
 
     ``weights``: "float", or "int8" (the encoder's matrix products on 8-bit weights, see OnnxForward).
     ``smooth``: the products' inputs smoothed (module docstring); by default with int8 weights only.
-    ``block``: the int8 weights' block (bench/embed_cpu_bench.py compares others)."""
+    ``kept_float``: how many input channels of each int8 product stay float (bench/embed_cpu_bench.py
+    compares others)."""
     if weights not in WEIGHTS:
         raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
     if smooth is None:
@@ -172,11 +188,37 @@ def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = N
             factors = smoothing(activations[product], weight)
             x, weight = smoothed(x, factors, out), weight * factors
         if weights == "int8":
-            blocks, scales = int8_blocks(weight, block)
-            # accuracy_level 4: the activations are quantized per block too, onto the int8 kernels.
-            return node("MatMulNBits", [x, const(out + ".q8", blocks), const(out + ".s", scales)], out, domain=MS,
-                        K=weight.shape[1], N=weight.shape[0], bits=8, block_size=block, accuracy_level=4)
+            return int8_product(x, weight, out)
         return node("MatMul", [x, const(out + ".w", np.ascontiguousarray(weight.T))], out)
+
+    def int8_product(x: str, weight: np.ndarray, out: str) -> str:
+        """x @ weight.T: the int8 part on every channel but the widest, each row of its input divided by the
+        row's largest value (the integer kernels take one scale for the whole input), plus the widest
+        channels' part in float (picked out of x by a 0/1 matrix: a Gather on the last axis cost more
+        than the whole int8 product). ONNX Runtime's MatMulNBits (8-bit weights in blocks, the graph
+        before GRAPH_VERSION 4) ran a 52-piece retain in 8.6 ms on a CPU with AMX, about as long as float;
+        these kernels take 4.5."""
+        wide = float_channels(weight, kept_float)
+        keep = np.ones(weight.shape[1], np.float32)
+        keep[wide] = 0.0
+        rest = node("Mul", [x, const(out + ".keep", keep)], out + ".rest")
+        peak = node("Max", [node("ReduceMax", [node("Abs", [rest], out + ".abs")], out + ".rowmax", axes=[-1],
+                                 keepdims=1), const(out + ".floor", ROW_FLOOR)], out + ".peak")
+        quantized, scales = int8_columns(weight * keep)
+        # Each row now runs from -1 to 1: one fixed scale holds them (uint8 about 128: ONNX Runtime's fast
+        # kernels take unsigned inputs), whatever the batch beside them.
+        a_scale, a_zero = const(out + ".as", np.float32(1.0 / 127)), const(out + ".az", np.uint8(128))
+        rows_q = node("QuantizeLinear", [node("Div", [rest, peak], out + ".rows"), a_scale, a_zero], out + ".rq")
+        narrow = node("MatMulIntegerToFloat", [rows_q, const(out + ".q8", quantized), a_scale, const(out + ".s", scales),
+                                               a_zero], out + ".q", domain=MS)
+        narrow = node("Mul", [narrow, peak], out + ".narrow")
+        if not len(wide):
+            return node("Identity", [narrow], out)
+        select = np.zeros((weight.shape[1], len(wide)), np.float32)
+        select[wide, np.arange(len(wide))] = 1.0
+        picked = node("MatMul", [x, const(out + ".pick", select)], out + ".picked")
+        widest = node("MatMul", [picked, const(out + ".wide_w", np.ascontiguousarray(weight[:, wide].T))], out + ".wide")
+        return node("Add", [narrow, widest], out)
 
     def attention(x: str, qkv_w: np.ndarray, qkv_b: np.ndarray, mask_index: str, out: str) -> str:
         """Self-attention from the packed query/key/value weights [3 * hidden, hidden] and the 0/1 mask."""

@@ -131,13 +131,16 @@ def test_the_kept_activations_cover_every_product_of_the_model() -> None:
 
 
 def test_int8_weights_stay_beside_the_float_vectors() -> None:
-    """The int8 graph (MEMORYHUB_MINILM_WEIGHTS=int8): 8-bit weights in blocks of 64 on smoothed inputs,
-    every vector close enough to the float model's that a bank's stored float vectors and new int8 ones
-    compare."""
+    """The int8 graph (MEMORYHUB_MINILM_WEIGHTS=int8): ONNX Runtime's int8 products on smoothed inputs, each
+    row scaled alone and the widest channels float, every vector close enough to the float model's that a
+    bank's stored float vectors and new int8 ones compare."""
     float_model, int8_model = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="onnx", weights="int8")
     batch = int8_model.embed_array(TEXTS)
     alone = np.array([int8_model.embed_one(t) for t in TEXTS], dtype=np.float32)
-    assert np.abs(batch - alone).max() < 1e-4  # padding and its mask change nothing
+    assert np.isfinite(batch).all()
+    # Padding and its mask change nothing: each row is scaled to its own largest value and quantized with
+    # one fixed scale, so a text's vector does not depend on the texts batched beside it.
+    assert np.abs(batch - alone).max() < 1e-4
     cosines = (float_model.embed_array(TEXTS) * batch).sum(axis=1)
     assert cosines.min() > 0.998, cosines
     assert int8_model.name == float_model.name
@@ -145,21 +148,43 @@ def test_int8_weights_stay_beside_the_float_vectors() -> None:
 
 def test_the_int8_graph_runs_every_matrix_product_on_8_bit_weights(tmp_path) -> None:
     import onnx
+    from onnx import numpy_helper
 
     from banks.providers.minilm import bundled_model_dir
 
     graph = onnx.load_from_string(minilm_onnx.build_model(bundled_model_dir(), "int8")).graph
     ops = [node.op_type for node in graph.node]
-    assert ops.count("MatMulNBits") == 24 and ops.count("MultiHeadAttention") == 6
-    blocks = {a.i for node in graph.node if node.op_type == "MatMulNBits" for a in node.attribute
-              if a.name == "block_size"}
-    assert blocks == {minilm_onnx.INT8_BLOCK}
+    assert ops.count("MatMulIntegerToFloat") == 24 and ops.count("MultiHeadAttention") == 6
+    weights = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    int8 = [weights[node.input[1]] for node in graph.node if node.op_type == "MatMulIntegerToFloat"]
+    assert all(w.dtype == np.int8 for w in int8) and sum(w.size for w in int8) == 6 * (3 + 1 + 4 + 4) * 384 * 384
+    # Float products only pick out and multiply the FLOAT_CHANNELS widest channels of each product.
+    for node in graph.node:
+        if node.op_type == "MatMul":
+            assert minilm_onnx.FLOAT_CHANNELS in weights[node.input[1]].shape, node.name
+    assert ops.count("MatMul") == 2 * 24
     assert sum(node.output[0].endswith(".smooth") for node in graph.node) == 18
-    assert "MatMul" not in ops and "Attention" not in ops
+    assert "Attention" not in ops and "MatMulNBits" not in ops
     # Kept in its own file beside the float graph's.
     MiniLMEmbedder(runtime="onnx", weights="int8", cache_dir=tmp_path).embed_one("x")
     MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path).embed_one("x")
     assert sorted(p.name.endswith("-int8.onnx") for p in tmp_path.glob("minilm-*.onnx")) == [False, True]
+
+
+def test_int8_columns_round_each_weight_to_its_outputs_scale() -> None:
+    weight = np.array([[0.5, -1.0, 0.25], [0.0, 0.0, 0.0], [3.0, 1.5, -0.01]], dtype=np.float32)
+    quantized, scales = minilm_onnx.int8_columns(weight)
+    assert quantized.dtype == np.int8 and quantized.shape == (3, 3)  # [inputs, outputs]
+    np.testing.assert_allclose(scales, [1.0 / 127, 1.0, 3.0 / 127], rtol=1e-6)  # an all-zero output: 1, not 0
+    assert np.abs(quantized).max() == 127 and quantized[:, 1].tolist() == [0, 0, 0]
+    assert np.abs(quantized.T * scales[:, None] - weight).max() <= scales.max() / 2 + 1e-7
+
+
+def test_float_channels_are_the_inputs_with_the_largest_weights() -> None:
+    weight = np.array([[0.1, -9.0, 0.2, 0.3], [0.1, 0.2, 0.2, 4.0]], dtype=np.float32)
+    assert minilm_onnx.float_channels(weight, 2).tolist() == [1, 3]
+    assert minilm_onnx.float_channels(weight, 1).tolist() == [1]
+    assert minilm_onnx.float_channels(weight, 0).tolist() == []
 
 
 def test_without_onnx_runtime_int8_runs_the_float_weights_and_unknown_weights_are_refused() -> None:
