@@ -221,7 +221,7 @@ class MiniLMEmbedder:
             out[chunk] = self._onnx(ids, mask) if self._onnx is not None else self._forward(ids, mask)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        return [[float(v) for v in row] for row in self.embed_array(texts)]
+        return self.embed_array(texts).tolist()  # the same floats as float(v) of each, in C
 
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
