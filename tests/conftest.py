@@ -154,6 +154,12 @@ from tests.bank_routing import bank_routing_check  # noqa: E402,F401  (autouse f
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    # The static root, as every entry point makes it (memoryhub.embedded.prepare_local_install): the API
+    # fuzz cases are collected through a request handler, before any fixture runs, and whitenoise
+    # warned of the missing folder on a fresh clone.
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     bank_routing.configure(config)
 
 
