@@ -79,7 +79,7 @@ def variant(spec: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for item in spec.split(","):
         key, _, value = item.partition("=")
-        kwargs[key] = value if key == "rows" else int(value) if key == "kept_float" else value not in {"0", "false", "no"}
+        kwargs[key] = int(value) if key == "kept_float" else value not in {"0", "false", "no"}
     return kwargs
 
 
