@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import os
+import platform
 import random
 import signal
 import socket
@@ -345,6 +346,8 @@ def main() -> None:
     try:
         print(f"server up at http://{addr}/ (log: {log}); load average before: "
               f"{' '.join(f'{x:.2f}' for x in load_before)}", flush=True)
+        # The interpreter's build moves the web workers' CPU by a tenth (docs/operations.md, "Production").
+        print(f"Python {platform.python_version()}, {os.path.realpath(sys.executable)}", flush=True)
         print(f"{args.clients} clients, {args.recall_share:.0%} recall "
               f"({args.repeat_share:.0%} of them one of {args.repeat_pool} common questions), "
               f"{args.warmup:.0f} s warm-up, {args.seconds:.0f} s measured", flush=True)
