@@ -57,7 +57,7 @@ class ClusterPage:
 def _live_pairs(bank: Bank, threshold: float) -> list[tuple[int, int, float]]:
     return list(
         DuplicatePair.objects.filter(
-            bank=bank, similarity__gte=threshold,
+            bank=bank, similarity__gte=threshold, memory_a__bank=bank, memory_b__bank=bank,
             memory_a__archived_at__isnull=True, memory_a__forgotten_at__isnull=True,
             memory_b__archived_at__isnull=True, memory_b__forgotten_at__isnull=True,
         ).order_by("-similarity", "pk").values_list("memory_a_id", "memory_b_id", "similarity")[:MAX_PAIRS + 1]

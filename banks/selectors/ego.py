@@ -53,8 +53,10 @@ def ego_graph(*, bank: Bank, focus: Entity, max_entities: int = 10, max_memories
         nodes.setdefault(f"e{other.pk}", _entity_node(other))
         graph.edges.append(EgoEdge(a=f"e{link.entity_a_id}", b=f"e{link.entity_b_id}", kind="link",
                                    label=link.link_type))
-    mentions = list(MemoryEntity.objects.filter(bank_id=focus.bank_id, entity=focus, memory__archived_at__isnull=True,
-                                                memory__forgotten_at__isnull=True)
+    # The joined memory names its bank too: on a partitioned install the memory table's keys lead with
+    # the bank, and a join on the memory's id alone reads every partition (docs/scaling.md).
+    mentions = list(MemoryEntity.objects.filter(bank_id=focus.bank_id, entity=focus, memory__bank_id=focus.bank_id,
+                                                memory__archived_at__isnull=True, memory__forgotten_at__isnull=True)
                     .order_by("-memory__retained_at").values_list("memory_id", "memory__memory_id",
                                                                   "memory__text")[:max_memories])
     for pk, memory_id, text in mentions:
@@ -96,7 +98,7 @@ def entity_mentions(*, bank: Bank, entity: Entity, after: int | None = None,
     """The memories that mention ``entity``, newest stored first, a page at a time: keyset on the memory's
     id, so the last of 100,000 mentions is as cheap to reach as the first. Every mention row is listed,
     archived and forgotten memories too (marked), as ``Entity.mention_count`` counts them all."""
-    rows = MemoryEntity.objects.filter(bank=bank, entity=entity)
+    rows = MemoryEntity.objects.filter(bank=bank, entity=entity, memory__bank=bank)
     if after is not None:
         rows = rows.filter(memory_id__lt=after)
     found = list(rows.order_by("-memory_id").values_list(

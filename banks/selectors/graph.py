@@ -48,7 +48,7 @@ def graph_neighbors(*, bank: Bank, entity_ids: list[str], max_depth: int = 2, li
         for a, b in linked.values_list("entity_a_id", "entity_b_id"):
             nxt.update({a, b})
         # Entities mentioned in the same memory are neighbours too.
-        shared = MemoryEntity.objects.filter(memory__bank=bank, memory__in=MemoryEntity.objects.filter(
+        shared = MemoryEntity.objects.filter(bank=bank, memory__in=MemoryEntity.objects.filter(
             bank=bank, entity_id__in=frontier).values("memory_id")).values_list("entity_id", flat=True)[:1000]
         nxt.update(shared)
         frontier = [pk for pk in nxt if pk not in depth_of]
@@ -59,7 +59,7 @@ def graph_neighbors(*, bank: Bank, entity_ids: list[str], max_depth: int = 2, li
     names.update(dict(Entity.objects.filter(bank=bank, pk__in=[pk for pk in depth_of if pk not in names])
                       .values_list("pk", "name")))
     hits: dict[str, GraphHit] = {}
-    links = (MemoryEntity.objects.filter(entity_id__in=list(depth_of), memory__bank=bank,
+    links = (MemoryEntity.objects.filter(bank=bank, entity_id__in=list(depth_of), memory__bank=bank,
                                          memory__archived_at__isnull=True, memory__forgotten_at__isnull=True)
              .select_related("memory").order_by("memory__retained_at")[:5000])
     for link in links:

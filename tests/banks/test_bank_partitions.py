@@ -8,19 +8,25 @@ partitioned run (MEMORYHUB_BANK_PARTITIONS=4, make test) the tables are partitio
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
 from django.db.utils import NotSupportedError
+from django.test.utils import CaptureQueriesContext
 
-from banks.models import Bank, Memory
+from banks.models import Bank, DuplicatePair, Entity, Memory
 from banks.partitions import bank_partition
+from banks.selectors.duplicates import duplicate_clusters
+from banks.selectors.ego import ego_graph, entity_mentions
+from banks.selectors.graph import graph_neighbors
 from banks.selectors.recall import recall_memories
 from banks.services.memories import memory_retain
 from banks.services.vector_indexes import bank_vector_index_adopt, bank_vector_index_build
 from banks.vectors import bank_index_name
+from tests.factories import make_memory
 
 conversion = importlib.import_module("banks.migrations.0034_bank_partitions")
 
@@ -157,3 +163,47 @@ def test_a_later_migrations_concurrent_index_is_built_on_a_partitioned_table() -
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE IF EXISTS scratch_partitioned")
+
+
+def _partitions_read(sql: str) -> set[str]:
+    """The partitions of the bank tables a statement's plan reads (pruned at planning: literals)."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
+        plan = cursor.fetchone()[0]
+    found: set[str] = set()
+
+    def walk(node: dict[str, Any]) -> None:
+        name = node.get("Relation Name", "")
+        if name.startswith(("banks_memory_p", "banks_memoryentity_p")):
+            found.add(name)
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"] if isinstance(plan, list) else json.loads(plan)[0]["Plan"])
+    return found
+
+
+def test_the_graph_and_duplicate_pages_read_only_the_banks_own_partitions(
+        db: None, settings: Any, make_bank: Callable[..., Bank]) -> None:
+    # A join from mentions or pairs to their memories names the memory's bank too: a join on the
+    # memory's id alone appends every partition of the memory table (keys lead with the bank), which on
+    # a bank just imported, before its statistics, read each mention's whole bank again (0.9 s a page
+    # of 1,740 mentions).
+    _partition(settings)
+    bank = make_bank("partitioned")
+    first = make_memory(bank, "Noah Smith checked the pumps at the pier.", entities=["Noah Smith", "Pier"])
+    second = make_memory(bank, "Noah Smith checked the pumps at the pier again.", entities=["Noah Smith"])
+    DuplicatePair.objects.create(bank=bank, memory_a_id=first.pk, memory_b_id=second.pk, similarity=0.97)
+    noah = Entity.objects.get(bank=bank, name="Noah Smith")
+    with CaptureQueriesContext(connection) as queries:
+        ego_graph(bank=bank, focus=noah)
+        entity_mentions(bank=bank, entity=noah)
+        graph_neighbors(bank=bank, entity_ids=["Noah Smith"])
+        clusters = duplicate_clusters(bank=bank, threshold=0.9)
+    assert clusters.cluster_count == 1
+    own = {bank_partition("banks_memory", bank.pk), bank_partition("banks_memoryentity", bank.pk)}
+    joins = [q["sql"] for q in queries.captured_queries
+             if "JOIN" in q["sql"] and "banks_memory" in q["sql"] and q["sql"].lstrip().upper().startswith("SELECT")]
+    assert len(joins) >= 4
+    for sql in joins:
+        assert _partitions_read(sql) <= own, sql
