@@ -153,14 +153,17 @@ def _graph(bank: Bank, query: str, filters: RecallFilters, limit: int) -> list[t
     # A conversation turn naming no entity ("She said he needs two kilos") inherits those of the turn
     # naming them just before it in its session (INHERIT_TURNS turns on), a little below that turn.
     sql = (f"WITH named AS (SELECT m.id, count(DISTINCT e.id) AS n FROM banks_entity e "  # noqa: S608
-           f"JOIN banks_memoryentity me ON me.entity_id = e.id JOIN banks_memory m ON m.id = me.memory_id "
+           f"JOIN banks_memoryentity me ON me.entity_id = e.id AND me.bank_id = e.bank_id "
+           f"JOIN banks_memory m ON m.id = me.memory_id "
            f"WHERE e.bank_id = %s AND (lower(e.name) = ANY(%s) OR e.entity_id = ANY(%s)) AND {where} "
            f"GROUP BY m.id ORDER BY n DESC, m.id DESC LIMIT %s), "
            f"inherited AS (SELECT f.id, s.n - 0.5 AS n FROM named s JOIN banks_memory c ON c.id = s.id "
+           f"AND c.bank_id = {int(bank.pk)} "
            f"CROSS JOIN LATERAL (SELECT m.id FROM banks_memory m WHERE m.bank_id = c.bank_id "
            f"AND m.session_key = c.session_key AND (m.created_at, m.id) > (c.created_at, c.id) AND {where} "
            f"ORDER BY m.created_at, m.id LIMIT %s) f WHERE c.session_key IS NOT NULL "
-           f"AND NOT EXISTS (SELECT 1 FROM banks_memoryentity x WHERE x.memory_id = f.id)) "
+           f"AND NOT EXISTS (SELECT 1 FROM banks_memoryentity x WHERE x.bank_id = {int(bank.pk)} "
+           f"AND x.memory_id = f.id)) "
            f"SELECT id, max(n) FROM (SELECT id, n FROM named UNION ALL SELECT id, n FROM inherited) u "
            f"GROUP BY id ORDER BY 2 DESC, id DESC LIMIT %s")
     with read_connection().cursor() as cursor:

@@ -44,16 +44,27 @@ def _time(key: str, column: str) -> str:
     return f"CASE WHEN {column} IS NOT NULL THEN ', \"{key}\": \"' || {_iso(column)} || '\"' ELSE '' END"
 
 
-_ENTITIES = (
-    "COALESCE((SELECT ', \"entities\": [' || string_agg('{\"name\": ' || to_jsonb(e.name)::text "
-    "|| ', \"entity_type\": ' || to_jsonb(e.entity_type)::text || ', \"aliases\": ' || to_jsonb(e.aliases)::text "
-    "|| '}', ', ' ORDER BY me.id) || ']' FROM banks_memoryentity me JOIN banks_entity e ON e.id = me.entity_id "
-    "WHERE me.memory_id = m.id), '')"
-)
-_LINKS = (
-    "(SELECT jsonb_agg(jsonb_build_array(t.memory_id, l.link_type, l.confidence, l.metadata) ORDER BY l.id)::text "
-    "FROM banks_memorylink l JOIN banks_memory t ON t.id = l.target_id WHERE l.source_id = m.id)"
-)
+# Each table of a row's subqueries names the bank: on a partitioned install a lookup by the memory's id
+# alone probes every partition, for every exported row (docs/scaling.md, "Keys that lead with the bank").
+def _entities(bank_pk: int) -> str:
+    # Vetted: a fixed fragment; the bank id is an int.
+    bank = int(bank_pk)
+    return (
+        "COALESCE((SELECT ', \"entities\": [' || string_agg('{\"name\": ' || to_jsonb(e.name)::text "  # noqa: S608
+        "|| ', \"entity_type\": ' || to_jsonb(e.entity_type)::text || ', \"aliases\": ' || to_jsonb(e.aliases)::text "
+        "|| '}', ', ' ORDER BY me.id) || ']' FROM banks_memoryentity me JOIN banks_entity e ON e.id = me.entity_id "
+        f"AND e.bank_id = {bank} WHERE me.bank_id = {bank} AND me.memory_id = m.id), '')"
+    )
+
+
+def _links(bank_pk: int) -> str:
+    # Vetted: a fixed fragment; the bank id is an int.
+    bank = int(bank_pk)
+    return (
+        "(SELECT jsonb_agg(jsonb_build_array(t.memory_id, l.link_type, l.confidence, l.metadata) ORDER BY l.id)::text "  # noqa: S608
+        f"FROM banks_memorylink l JOIN banks_memory t ON t.id = l.target_id AND t.bank_id = {bank} "
+        f"WHERE l.bank_id = {bank} AND l.source_id = m.id)"
+    )
 
 
 def _select(bank: Bank, *, include_entities: bool, include_archived: bool) -> str:
@@ -63,8 +74,9 @@ def _select(bank: Bank, *, include_entities: bool, include_archived: bool) -> st
     metadata = "CASE WHEN jsonb_typeof(m.metadata) = 'object' AND m.metadata <> '{}'::jsonb THEN m.metadata::text END"
     tail = " || ".join([_time("occurred_at", "m.occurred_at"), _time("created_at", "m.created_at"),
                         _time("retained_at", "m.retained_at"), _optional("source", "m.source"),
-                        _optional("memory_layer", "m.memory_layer")] + ([_ENTITIES] if include_entities else []))
-    links = _LINKS if include_entities else "NULL"
+                        _optional("memory_layer", "m.memory_layer")]
+                       + ([_entities(bank.pk)] if include_entities else []))
+    links = _links(bank.pk) if include_entities else "NULL"
     live = "" if include_archived else " AND m.archived_at IS NULL"
     # Vetted: every interpolated piece is a fixed fragment of this module; the bank id is an int.
     return (f"SELECT {head}, {metadata}, {tail}, {links} FROM banks_memory m "  # noqa: S608

@@ -26,6 +26,7 @@ from banks.selectors.recall import recall_memories
 from banks.services.memories import memory_retain
 from banks.services.vector_indexes import bank_vector_index_adopt, bank_vector_index_build
 from banks.vectors import bank_index_name
+from portability.services.export_lines import _select
 from tests.factories import make_memory
 
 conversion = importlib.import_module("banks.migrations.0034_bank_partitions")
@@ -166,7 +167,8 @@ def test_a_later_migrations_concurrent_index_is_built_on_a_partitioned_table() -
 
 
 def _partitions_read(sql: str) -> set[str]:
-    """The partitions of the bank tables a statement's plan reads (pruned at planning: literals)."""
+    """The partitions of the memory and mention tables a statement's plan reads (pruned at planning:
+    literals)."""
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
         plan = cursor.fetchone()[0]
@@ -183,12 +185,12 @@ def _partitions_read(sql: str) -> set[str]:
     return found
 
 
-def test_the_graph_and_duplicate_pages_read_only_the_banks_own_partitions(
+def test_joins_through_mentions_links_and_pairs_read_only_the_banks_own_partitions(
         db: None, settings: Any, make_bank: Callable[..., Bank]) -> None:
-    # A join from mentions or pairs to their memories names the memory's bank too: a join on the
+    # A join from mentions, links or pairs to their memories names the memory's bank too: a join on the
     # memory's id alone appends every partition of the memory table (keys lead with the bank), which on
     # a bank just imported, before its statistics, read each mention's whole bank again (0.9 s a page
-    # of 1,740 mentions).
+    # of 1,740 mentions), and at export probed every partition for every row.
     _partition(settings)
     bank = make_bank("partitioned")
     first = make_memory(bank, "Noah Smith checked the pumps at the pier.", entities=["Noah Smith", "Pier"])
@@ -200,10 +202,12 @@ def test_the_graph_and_duplicate_pages_read_only_the_banks_own_partitions(
         entity_mentions(bank=bank, entity=noah)
         graph_neighbors(bank=bank, entity_ids=["Noah Smith"])
         clusters = duplicate_clusters(bank=bank, threshold=0.9)
-    assert clusters.cluster_count == 1
+        hits, *_ = recall_memories(bank, "What did Noah Smith check?", max_results=5, arms=("graph",))
+    assert clusters.cluster_count == 1 and {h.memory_id for h in hits} == {first.memory_id, second.memory_id}
     own = {bank_partition("banks_memory", bank.pk), bank_partition("banks_memoryentity", bank.pk)}
     joins = [q["sql"] for q in queries.captured_queries
-             if "JOIN" in q["sql"] and "banks_memory" in q["sql"] and q["sql"].lstrip().upper().startswith("SELECT")]
-    assert len(joins) >= 4
+             if "JOIN" in q["sql"] and "banks_memory" in q["sql"] and q["sql"].lstrip()[:4].upper() in {"SELE", "WITH"}]
+    joins.append(_select(bank, include_entities=True, include_archived=False))  # the export's lines (COPY)
+    assert len(joins) >= 6
     for sql in joins:
         assert _partitions_read(sql) <= own, sql
