@@ -12,8 +12,8 @@ machine weigh on every variant alike. The vectors are compared over the committe
 questions and turns (cosine to the float graph's, min / 1st percentile / mean). ``--option``
 adds a float session with one more setting: ``arena=0``, ``pattern=0`` (the memory arena and pattern
 planner), ``level=basic|extended`` (graph optimisation) or any session config entry ``KEY=VALUE``.
-``--variant`` adds an int8 graph written with other arguments (``kept_float=4,smooth=0``: see
-minilm_onnx.build_model), and ``--previous REF`` the int8 graph as the module at git revision REF wrote
+``--variant`` adds an int8 graph written with other arguments (``kept_float=4,smooth=0``; ``signed=1`` or
+``signed=0`` for the other layout of the weights than this CPU's: see minilm_onnx.build_model), and ``--previous REF`` the int8 graph as the module at git revision REF wrote
 it, so a change to the graph is timed against the one before it in the same rounds. Needs no database.
 """
 
@@ -75,7 +75,7 @@ def previous_graph(ref: str, model_dir: Path) -> bytes:
 
 
 def variant(spec: str) -> dict[str, Any]:
-    """``kept_float=4,smooth=0`` as build_model's keyword arguments."""
+    """``kept_float=4,smooth=0,signed=1`` as build_model's keyword arguments."""
     kwargs: dict[str, Any] = {}
     for item in spec.split(","):
         key, _, value = item.partition("=")

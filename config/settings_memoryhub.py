@@ -73,7 +73,7 @@ MEMORYHUB_EMBEDDINGS_DIMENSIONS = env_int("MEMORYHUB_EMBEDDINGS_DIMENSIONS", 384
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", 1)
 # How MiniLM runs: "auto" (ONNX Runtime when installed, else numpy), "onnx" or "numpy" (banks.providers.minilm).
 MEMORYHUB_MINILM_RUNTIME = env_str("MEMORYHUB_MINILM_RUNTIME", "auto")
-# MiniLM's weights on ONNX Runtime: "auto" (int8 on a CPU with int8 dot products, else float), "int8" or
+# MiniLM's weights on ONNX Runtime: "auto" (int8 on a CPU with int8 dot products or AVX2, else float), "int8" or
 # "float" (banks.providers.minilm_onnx.weights_for, docs/benchmarks.md).
 MEMORYHUB_MINILM_WEIGHTS = env_str("MEMORYHUB_MINILM_WEIGHTS", "auto")
 # Usage counters are written by a background thread this often (0: in the request; banks.services.usage).

@@ -10,9 +10,10 @@ one small product at a time.
 The vectors match the numpy model's to float32 rounding (tests/banks/test_minilm_onnx.py).
 
 With int8 weights (``MEMORYHUB_MINILM_WEIGHTS=int8``, which ``auto``, the default, picks on a CPU with
-int8 dot-product instructions: weights_for) the 24 matrix products of the encoder run on ONNX Runtime's
-int8 matrix kernels (MatMulIntegerToFloat: 8-bit weights with one scale per output, 8-bit inputs with
-one scale for the whole tensor); the embeddings, layer norms, attention scores and pooling stay float.
+int8 dot-product instructions or AVX2: weights_for) the 24 matrix products of the encoder run on ONNX
+Runtime's int8 matrix kernels (MatMulIntegerToFloat: 8-bit weights with one scale per output, 8-bit
+inputs with one scale for the whole tensor; the weights signed or unsigned by the CPU, so that no
+kernel saturates: signed_weights_for); the embeddings, layer norms, attention scores and pooling stay float.
 Three things keep the vectors at cosine 0.9989 or more from the float graph's (mean 0.9997) over the
 committed recall data, where plain whole-tensor quantization gave 0.984-0.988 (docs/benchmarks.md):
 - each product's input channels are smoothed first (SmoothQuant): the channels whose activations run
@@ -59,13 +60,18 @@ def available() -> bool:
 FLOAT_CHANNELS = 8
 # Where a row of a product's input is all zeros, its largest value is taken as this instead (no 0 / 0).
 ROW_FLOOR = np.float32(1e-12)
+# The zero point of the 8-bit inputs, and of the weights where they are stored unsigned.
+UNSIGNED_ZERO = 128
 WEIGHTS = ("float", "int8")
-# The CPU features (as Linux's /proc/cpuinfo names them) under which ONNX Runtime's int8 kernels beat its
-# float ones for this model: an int8 dot product in one instruction (x86's VNNI or AMX, ARM's dot
-# product). Without them, on an AVX2-only CPU, a 52-piece retain took 23.2 ms on int8 weights against
-# 16.3 ms on float, a question 3.25 against 3.75 ms: float is the cheaper of the two at 70/30
-# (docs/benchmarks.md, "int8 weights on a CPU without VNNI").
+# The CPU features (as Linux's /proc/cpuinfo names them) of an int8 dot product in one instruction, into
+# 32-bit sums (x86's VNNI or AMX, ARM's dot product): the int8 graph's weights are signed there.
 INT8_DOT_PRODUCT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
+# x86 without them: ONNX Runtime's kernel for unsigned inputs and signed weights adds each two products
+# in a 16-bit sum that saturates (2 * 255 * 127 > 32767), and the vectors fell to cosine 0.99756 of the
+# float ones (VNNI: 0.99895). Weights stored unsigned about 128 take the kernel that widens both sides to
+# 16 bits first: the VNNI graph's vectors to five digits, and on an AVX2-only CPU a request's embedding
+# at 70/30 in 6.18 ms against float's 8.24 (docs/benchmarks.md, "int8 weights on a CPU without VNNI").
+INT8_AVX2_FLAGS = frozenset({"avx2"})
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
@@ -83,9 +89,16 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
 
 
 def weights_for(flags: frozenset[str]) -> str:
-    """The cheaper weights on a CPU of these flags: int8 where it has int8 dot products, else float (also
-    where the flags are unknown: float is never the slower by much, int8 without them is)."""
-    return "int8" if flags & INT8_DOT_PRODUCT_FLAGS else "float"
+    """The cheaper weights on a CPU of these flags: int8 where it has int8 dot products or AVX2, else float
+    (also where the flags are unknown, and on ARM without the dot product: not measured)."""
+    return "int8" if flags & (INT8_DOT_PRODUCT_FLAGS | INT8_AVX2_FLAGS) else "float"
+
+
+def signed_weights_for(flags: frozenset[str]) -> bool:
+    """Whether the int8 graph's weights are signed on a CPU of these flags: only where it has an int8 dot
+    product. Unsigned weights give the same vectors on every CPU; the signed ones are what was measured
+    faster on the CPUs that have one."""
+    return bool(flags & INT8_DOT_PRODUCT_FLAGS)
 
 
 # The largest |activation| of each input channel of each product, over the committed recall data's texts
@@ -113,12 +126,15 @@ def smoothing(activations: np.ndarray, weight: np.ndarray, alpha: float = SMOOTH
     return (x ** alpha / w ** (1.0 - alpha)).astype(np.float32)
 
 
-def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def int8_columns(weight: np.ndarray, signed: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``weight`` [N outputs, K inputs] as MatMulIntegerToFloat reads 8-bit weights: int8 [K, N], symmetric
-    (no zero points), and the float scales [N], one per output."""
+    (no zero points), and the float scales [N], one per output. ``signed=False``: the same numbers plus
+    128 as uint8, to be read with a zero point of 128 (signed_weights_for)."""
     scales = np.abs(weight).max(axis=1) / 127.0
     scales[scales == 0] = 1.0
     quantized = np.clip(np.rint(weight / scales[:, None]), -127, 127).astype(np.int8)
+    if not signed:
+        quantized = (quantized.astype(np.int16) + UNSIGNED_ZERO).astype(np.uint8)
     return np.ascontiguousarray(quantized.T), scales.astype(np.float32)
 
 
@@ -132,18 +148,21 @@ def float_channels(weight: np.ndarray, count: int = FLOAT_CHANNELS) -> np.ndarra
 
 
 def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = None,
-                kept_float: int = FLOAT_CHANNELS) -> bytes:
+                kept_float: int = FLOAT_CHANNELS, signed: bool | None = None) -> bytes:
     """The serialized ONNX graph of the model in ``model_dir`` (inputs ids [B, L] int64, positions [L]
     int64, mask [B, L] float; output the mean-pooled, not yet normalised, [B, 384] float).
 
     ``weights``: "float", or "int8" (the encoder's matrix products on 8-bit weights, see OnnxForward).
     ``smooth``: the products' inputs smoothed (module docstring); by default with int8 weights only.
     ``kept_float``: how many input channels of each int8 product stay float (bench/embed_cpu_bench.py
-    compares others)."""
+    compares others). ``signed``: the int8 weights signed or unsigned (signed_weights_for); by default as
+    this CPU runs them faithfully."""
     if weights not in WEIGHTS:
         raise ValueError(f"MiniLM weights are float or int8, not {weights!r}")
     if smooth is None:
         smooth = weights == "int8"
+    if signed is None:
+        signed = signed_weights_for(cpu_flags())
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
@@ -204,13 +223,15 @@ def build_model(model_dir: Path, weights: str = "float", smooth: bool | None = N
         rest = node("Mul", [x, const(out + ".keep", keep)], out + ".rest")
         peak = node("Max", [node("ReduceMax", [node("Abs", [rest], out + ".abs")], out + ".rowmax", axes=[-1],
                                  keepdims=1), const(out + ".floor", ROW_FLOOR)], out + ".peak")
-        quantized, scales = int8_columns(weight * keep)
+        quantized, scales = int8_columns(weight * keep, signed)
         # Each row now runs from -1 to 1: one fixed scale holds them (uint8 about 128: ONNX Runtime's fast
         # kernels take unsigned inputs), whatever the batch beside them.
-        a_scale, a_zero = const(out + ".as", np.float32(1.0 / 127)), const(out + ".az", np.uint8(128))
+        a_scale, a_zero = const(out + ".as", np.float32(1.0 / 127)), const(out + ".az", np.uint8(UNSIGNED_ZERO))
         rows_q = node("QuantizeLinear", [node("Div", [rest, peak], out + ".rows"), a_scale, a_zero], out + ".rq")
-        narrow = node("MatMulIntegerToFloat", [rows_q, const(out + ".q8", quantized), a_scale, const(out + ".s", scales),
-                                               a_zero], out + ".q", domain=MS)
+        product = [rows_q, const(out + ".q8", quantized), a_scale, const(out + ".s", scales), a_zero]
+        if not signed:
+            product.append(const(out + ".wz", np.full(quantized.shape[1], UNSIGNED_ZERO, np.uint8)))
+        narrow = node("MatMulIntegerToFloat", product, out + ".q", domain=MS)
         narrow = node("Mul", [narrow, peak], out + ".narrow")
         if not len(wide):
             return node("Identity", [narrow], out)
@@ -300,12 +321,14 @@ def cached_model(model_dir: Path, cache_dir: Path, weights: str = "float") -> Pa
     no process started since (a running one holds its graph in memory, not the file)."""
     stat = (model_dir / "model.safetensors").stat()
     key = hashlib.sha256(f"{model_dir.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{GRAPH_VERSION}".encode())
-    suffix = "" if weights == "float" else "-" + weights
+    signed = signed_weights_for(cpu_flags())
+    # A directory shared by hosts of other CPUs keeps each int8 layout in a file of its own.
+    suffix = "" if weights == "float" else "-" + weights + ("" if signed else "u")
     path = cache_dir / f"minilm-{key.hexdigest()[:16]}{suffix}.onnx"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_bytes(build_model(model_dir, weights))
+        partial.write_bytes(build_model(model_dir, weights, signed=signed))
         os.replace(partial, path)
         for stale in cache_dir.glob(f"minilm-{'?' * 16}{suffix}.onnx"):
             if stale != path:
