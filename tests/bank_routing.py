@@ -15,9 +15,14 @@ memoryhub.read_beside; the usage writer; a live server's), each statement judged
 thread that sent it. Eager tasks run in the test's thread; a real Celery worker (tests/worker.py) runs
 the check in its own process (tests/routed_worker.py) and its findings count for the test that started it.
 
-The check reads the statement's text, not a parse tree: a statement pinned in one sub-select and not
-in another passes. It is a net for the common mistakes (a lookup by surrogate ``id`` alone, a
-``pk__in`` over several banks), not a proof.
+A statement that pins a bank must also pin each bank table in it (unpinned_tables): every reference's
+``bank_id`` (by its alias or table name) equal to a value or to another table's ``bank_id``, or a bare
+``bank_id`` pin in its own sub-select. A join pinned on one side only reads every partition of the
+other side on a partitioned install, and under Citus is no co-located join.
+
+The check reads the statement's text, not a parse tree. It is a net for the common mistakes (a lookup
+by surrogate ``id`` alone, a ``pk__in`` over several banks, a join or sub-select that names the bank on
+one side only), not a proof.
 """
 
 from __future__ import annotations
@@ -96,8 +101,9 @@ class RoutingCheck:
     active: bool = False
     log: Path | None = None  # a real worker's check writes its findings here, for the test run to read
 
-    def note(self, sql: str) -> None:
-        """A statement that does not pin one bank: let through (allow-list, the tests' own) or found."""
+    def note(self, sql: str, problem: str) -> None:
+        """A statement that does not pin one bank, or a table of it that is not pinned (``problem``): let
+        through (allow-list, the tests' own) or found."""
         allowed, sender = _stack()
         if allowed:
             self.allowed[allowed] = self.allowed.get(allowed, 0) + 1
@@ -110,9 +116,9 @@ class RoutingCheck:
             where += f" (thread {thread.name})"
         if self.log is not None:
             with self.log.open("a") as log:
-                log.write(f"{where} (Celery worker)\t{shape(sql)}\n")
+                log.write(f"{where} (Celery worker)\t{problem}{shape(sql)}\n")
             return
-        self.found(where, shape(sql))
+        self.found(where, problem + shape(sql))
 
     def found(self, where: str, text: str) -> None:
         key = (where, text)
@@ -156,16 +162,99 @@ def pins_one_bank(sql: str, tables: frozenset[str]) -> bool:
     return bool(_PIN.search(sql))
 
 
+# A reference to a table in a statement: after FROM, JOIN, UPDATE or USING, with its alias if it has one.
+_REFERENCE = re.compile(r'\b(?:FROM|JOIN|UPDATE|USING)\s+"?([a-z_]+)"?(?:\s+(?:AS\s+)?"?([A-Za-z_][A-Za-z0-9_]*)"?)?',
+                        re.IGNORECASE)
+_NOT_ALIASES = frozenset({
+    "on", "where", "inner", "left", "right", "full", "cross", "join", "group", "order", "limit", "offset", "using",
+    "set", "for", "union", "except", "intersect", "window", "having", "returning", "natural", "lateral", "with",
+    "values", "default", "only", "tablesample", "as", "and", "or", "not", "select"})
+_VALUE = r'(?:%s|%\([a-z_]+\)s|\$\d+|\d+|\'[^\']*\')'
+_BARE_PIN = re.compile(r'(?<![\w."])"?bank_id"?\s*(?:=\s*' + _VALUE + r'|IN\s*\(\s*(?:%s|\d+)\s*\))', re.IGNORECASE)
+
+
+def _qualified_pin(name: str) -> re.Pattern[str]:
+    """``name.bank_id`` equal to a value or to another table's ``bank_id``, on either side."""
+    column = rf'"?\b{re.escape(name)}"?\."?bank_id"?'
+    other = r'"?[A-Za-z_][A-Za-z0-9_]*"?\."?bank_id\b"?'
+    return re.compile(rf'{column}\s*(?:=\s*(?:{_VALUE}|{other})|IN\s*\(\s*(?:%s|\d+)\s*\))|{other}\s*=\s*{column}',
+                      re.IGNORECASE)
+
+
+def _scope(sql: str, at: int) -> str:
+    """The text of the sub-select (or the statement) that holds position ``at``, its own sub-selects
+    blanked out: where an unqualified ``bank_id`` beside that reference must be."""
+    start, depth = 0, 0
+    for i in range(at - 1, -1, -1):  # the innermost "(SELECT" or "(WITH" open at ``at``
+        if sql[i] == ")":
+            depth += 1
+        elif sql[i] == "(":
+            if depth == 0 and re.match(r"\(\s*(SELECT|WITH)\b", sql[i:], re.IGNORECASE):
+                start = i + 1
+                break
+            depth = max(depth - 1, 0)
+    depth = 0
+    out: list[str] = []
+    i = start
+    while i < len(sql):
+        char = sql[i]
+        if char == "(":
+            if re.match(r"\(\s*(SELECT|WITH)\b", sql[i:], re.IGNORECASE):  # blank a nested sub-select
+                inner, j = 1, i + 1
+                while j < len(sql) and inner:
+                    inner += {"(": 1, ")": -1}.get(sql[j], 0)
+                    j += 1
+                out.append(" ")
+                i = j
+                continue
+            depth += 1
+        elif char == ")":
+            if depth == 0 and start:  # the sub-select's own closing parenthesis
+                break
+            depth -= 1
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def unpinned_tables(sql: str, tables: frozenset[str]) -> list[str]:
+    """The bank tables of ``sql`` whose own rows are not pinned to a bank: each reference needs its
+    ``bank_id`` (by its alias or table name) equal to a value or to a pinned table's, or a bare
+    ``bank_id`` pin in its own sub-select. A join pinned on one side only passes pins_one_bank, yet
+    reads every partition of the other side (and under Citus is no co-located join: docs/scaling.md,
+    "Keys that lead with the bank")."""
+    if _SKIP.match(sql):
+        return []
+    unpinned: list[str] = []
+    for reference in _REFERENCE.finditer(sql):
+        table, alias = reference.group(1), reference.group(2)
+        if table not in tables:
+            continue
+        name = alias if alias and alias.lower() not in _NOT_ALIASES else table
+        if _qualified_pin(name).search(sql) or _BARE_PIN.search(_scope(sql, reference.start())):
+            continue
+        unpinned.append(table)
+    return unpinned
+
+
 def shape(sql: str) -> str:
     """The statement without its values or its select list (which the ORM spells column by column)."""
     text = " ".join(_LITERALS.sub("?", sql).split())
     return _SELECT_LIST.sub("SELECT … FROM", text, count=1)[:300]
 
 
+def routing_problem(sql: str, tables: frozenset[str]) -> str:
+    """What is wrong with ``sql``'s routing, as a prefix of its finding: "" when nothing is."""
+    if not pins_one_bank(sql, tables):
+        return ""  # the statement as a whole: its shape says it
+    unpinned = unpinned_tables(sql, tables)
+    return f"[{', '.join(sorted(set(unpinned)))} not pinned] " if unpinned else ""
+
+
 # The verdict on each statement text, and each code file's path under the project: the ORM sends the
 # same few hundred texts over and over, so the check costs a dictionary look-up per statement, and a
 # walk of the stack's code objects (no source lines read) only for the statements that need one.
-_VERDICTS: dict[str, bool] = {}
+_VERDICTS: dict[str, str | None] = {}  # None: routed; else the problem (routing_problem, "" for the whole)
 _RELATIVE: dict[str, str | None] = {}
 _ALLOWED_BY_FILE: dict[str, dict[str, str]] = {}
 _ALLOWED_FOLDERS: tuple[str, ...] = tuple(f for f, _, _ in ALLOW_LIST if f.endswith("/"))
@@ -221,13 +310,15 @@ def _stack() -> tuple[str | None, tuple[str, str] | None]:
 def wrapper(check: RoutingCheck) -> Callable[..., Any]:
     def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         if check.active and isinstance(sql, str):
-            verdict = _VERDICTS.get(sql)
-            if verdict is None:
-                verdict = pins_one_bank(sql, check.tables)
+            try:
+                problem = _VERDICTS[sql]
+            except KeyError:
+                problem = None if (pins_one_bank(sql, check.tables) and not unpinned_tables(sql, check.tables)) \
+                    else routing_problem(sql, check.tables)
                 if len(_VERDICTS) < 50_000:
-                    _VERDICTS[sql] = verdict
-            if not verdict:
-                check.note(sql)
+                    _VERDICTS[sql] = problem
+            if problem is not None:
+                check.note(sql, problem)
         return execute(sql, params, many, context)
 
     return execute

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.bank_routing import MODE_VARIABLE, ROOT, RoutingCheck, mode, pins_one_bank, shape
+from tests.bank_routing import MODE_VARIABLE, ROOT, RoutingCheck, mode, pins_one_bank, shape, unpinned_tables
 
 TABLES = frozenset({"banks_memory", "banks_entity", "banks_memoryentity"})
 
@@ -35,6 +35,46 @@ def test_statements_that_name_one_bank_pass(sql):
 ])
 def test_statements_that_span_banks_are_caught(sql):
     assert not pins_one_bank(sql, TABLES)
+
+
+@pytest.mark.parametrize("sql", [
+    'SELECT "banks_memory"."id" FROM "banks_memory" WHERE "banks_memory"."bank_id" = %s LIMIT 21',
+    "SELECT id FROM banks_memory WHERE bank_id = 42",
+    "SELECT m.id FROM banks_memory m JOIN banks_memoryentity me ON me.bank_id = m.bank_id AND me.memory_id = m.id "
+    "WHERE m.bank_id = %s",
+    'SELECT "banks_entity"."id" FROM "banks_entity" INNER JOIN "banks_memoryentity" ON ("banks_entity"."id" = '
+    '"banks_memoryentity"."entity_id") WHERE ("banks_entity"."bank_id" = %s AND "banks_memoryentity"."bank_id" = %s)',
+    "SELECT m.id FROM banks_memory m WHERE m.bank_id = %s AND EXISTS (SELECT 1 FROM banks_memoryentity "
+    "WHERE memory_id = m.id AND bank_id = %s)",
+    "WITH picked AS MATERIALIZED (SELECT id FROM banks_memory WHERE bank_id = %s FOR UPDATE SKIP LOCKED) "
+    "UPDATE banks_memory m SET last_recalled_at = %s FROM picked WHERE m.bank_id = %s AND m.id = picked.id",
+    "SELECT m.id FROM banks_memory AS m WHERE m.bank_id IN (%s)",
+])
+def test_joins_that_pin_every_bank_table_pass(sql):
+    assert pins_one_bank(sql, TABLES) and unpinned_tables(sql, TABLES) == []
+
+
+@pytest.mark.parametrize(("sql", "unpinned"), [
+    # A join pinned on one side only: the other side reads every bank's partition.
+    ('SELECT "banks_memoryentity"."id" FROM "banks_memoryentity" INNER JOIN "banks_memory" ON '
+     '("banks_memoryentity"."memory_id" = "banks_memory"."id") WHERE "banks_memoryentity"."bank_id" = %s',
+     ["banks_memory"]),
+    ('SELECT … FROM "banks_memory" LEFT OUTER JOIN "banks_memory" T3 ON ("banks_memory"."merged_into_id" = T3."id") '
+     'WHERE "banks_memory"."bank_id" = %s', ["banks_memory"]),
+    # A sub-select is pinned in its own scope, not by the statement around it.
+    ("SELECT id FROM banks_memory WHERE bank_id = %s AND id IN (SELECT memory_id FROM banks_memoryentity "
+     "WHERE entity_id = %s)", ["banks_memoryentity"]),
+    ('SELECT U0."id" FROM "banks_memory" U0 WHERE (U0."bank_id" = %s AND NOT (U0."memory_id" IN (SELECT V0."ref" '
+     'FROM "banks_entity" V0 WHERE V0."name" = %s)))', ["banks_entity"]),
+    # An UPDATE whose own rows are found through a pinned sub-select alone.
+    ("UPDATE banks_memory SET last_recalled_at = %s WHERE id IN (SELECT id FROM banks_memory WHERE bank_id = %s)",
+     ["banks_memory"]),
+    ("DELETE FROM banks_entity WHERE id IN (SELECT id FROM banks_entity WHERE bank_id = %s LIMIT %s)",
+     ["banks_entity"]),
+])
+def test_a_bank_table_left_unpinned_in_a_pinned_statement_is_named(sql, unpinned):
+    assert pins_one_bank(sql, TABLES)
+    assert unpinned_tables(sql, TABLES) == unpinned
 
 
 def test_a_statement_shape_hides_its_values():

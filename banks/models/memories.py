@@ -187,6 +187,15 @@ class MemoryEntity(BankScoped, models.Model):
         return f"{self.memory_id} mentions {self.entity_id}"
 
 
+class EntityLinkQuerySet(models.QuerySet["EntityLink"]):
+    def with_entities(self, bank: Bank) -> EntityLinkQuerySet:
+        """The bank's links with both entities read in the same statement, each joined entity pinned to
+        the bank too: a join on the entity's id alone reads every bank's partition of the entity table
+        (docs/scaling.md, "Keys that lead with the bank")."""
+        return self.filter(bank=bank, entity_a__bank_id=bank.pk, entity_b__bank_id=bank.pk).select_related(
+            "entity_a", "entity_b")
+
+
 class EntityLink(BankScoped, models.Model):
     DATABASE_PRIMARY_KEY: ClassVar[tuple[str, ...]] = BANK_KEY
 
@@ -198,6 +207,8 @@ class EntityLink(BankScoped, models.Model):
     confidence = models.FloatField(default=1.0)
     metadata = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = EntityLinkQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -18,7 +18,8 @@ class Citation:
 
 def memory_citations(*, bank: Bank, memory_id: str, limit: int = 40) -> list[Citation]:
     """Both kinds in one query (a UNION), observations first."""
-    observations = (Observation.objects.filter(bank=bank, deleted_at__isnull=True, evidence__memory_ref=memory_id)
+    observations = (Observation.objects.filter(bank=bank, deleted_at__isnull=True, evidence__bank_id=bank.pk,
+                                               evidence__memory_ref=memory_id)
                     .annotate(cited_as=Value("observation", output_field=CharField()))
                     .values_list("cited_as", "observation_id", "text"))
     models = (MentalModel.objects.live().filter(bank=bank, source_ids__contains=[memory_id])

@@ -20,7 +20,7 @@ KIND = "consolidation"
 
 
 def consolidation_backlog_rows(bank: Bank) -> QuerySet[Memory]:
-    cited = ObservationEvidence.objects.filter(observation__bank=bank, observation__deleted_at__isnull=True,
+    cited = ObservationEvidence.objects.filter(bank=bank, observation__bank=bank, observation__deleted_at__isnull=True,
                                                observation__invalidated_at__isnull=True).values("memory_ref")
     return Memory.objects.live().filter(bank=bank, embedding_dims__isnull=False).exclude(memory_id__in=cited)
 

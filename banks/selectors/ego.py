@@ -44,8 +44,8 @@ def _entity_node(entity: Entity, kind: str = "entity") -> EgoNode:
 def ego_graph(*, bank: Bank, focus: Entity, max_entities: int = 10, max_memories: int = 6) -> EgoGraph:
     graph = EgoGraph(focus=_entity_node(focus, "focus"))
     nodes: dict[str, EgoNode] = {}
-    links = (EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus))
-             .select_related("entity_a", "entity_b").order_by("-confidence", "pk")[:max_entities])
+    links = (EntityLink.objects.with_entities(bank).filter(Q(entity_a=focus) | Q(entity_b=focus))
+             .order_by("-confidence", "pk")[:max_entities])
     for link in links:
         other = link.entity_b if link.entity_a_id == focus.pk else link.entity_a
         if other.pk == focus.pk:

@@ -73,8 +73,10 @@ def access_log_drop_bank(bank_pk: int, *, chunk: int = PRUNE_CHUNK) -> int:
     removed = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("DELETE FROM banks_memoryaccess WHERE id IN "
-                           "(SELECT id FROM banks_memoryaccess WHERE bank_id = %s LIMIT %s)", [bank_pk, chunk])
+            # The chunk is picked once (MATERIALIZED), then deleted in the bank's own rows.
+            cursor.execute("WITH chunk AS MATERIALIZED (SELECT id FROM banks_memoryaccess WHERE bank_id = %s LIMIT %s) "
+                           "DELETE FROM banks_memoryaccess a USING chunk WHERE a.bank_id = %s AND a.id = chunk.id",
+                           [bank_pk, chunk, bank_pk])
             gone = cursor.rowcount
         removed += gone
         if gone < chunk:

@@ -34,12 +34,13 @@ class ConsolidationOutcome:
 
 def _neighbours(bank: Bank, memory: Memory, candidates: set[int], similarity: float) -> list[int]:
     dims = memory.embedding_dims or 0
-    distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE id = %s)")
+    # The memory's own vector, looked up in its bank's rows.
+    distance = distance_sql(dims, column="embedding", param="(SELECT embedding FROM banks_memory WHERE bank_id = %s AND id = %s)")
     # Vetted: {distance} comes from distance_sql() with an int-cast dimension and a fixed subquery; values are parameters.
     sql = (f"SELECT id, 1 - {distance} AS sim FROM banks_memory WHERE bank_id = %s AND embedding_dims = %s "  # noqa: S608
            f"AND archived_at IS NULL AND forgotten_at IS NULL AND {vector_scope(bank.pk)} AND id <> %s "
            f"ORDER BY {distance}{{exact}} LIMIT %s")
-    rows = nearest_rows(sql, lambda: [memory.pk, bank.pk, dims, memory.pk, memory.pk, MAX_CLUSTER * 2],
+    rows = nearest_rows(sql, lambda: [bank.pk, memory.pk, bank.pk, dims, memory.pk, bank.pk, memory.pk, MAX_CLUSTER * 2],
                         limit=MAX_CLUSTER * 2)
     return [pk for pk, sim in rows if sim >= similarity and pk in candidates][:MAX_CLUSTER - 1]
 

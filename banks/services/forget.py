@@ -108,7 +108,7 @@ def memory_forget(
         if erase and not compliance:
             # Purge text, embedding and everything derived, keeping a tombstone for the changes feed.
             ids = list(selection.values_list("memory_id", flat=True))
-            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
+            ObservationEvidence.objects.filter(bank=bank, memory_ref__in=ids).update(memory=None)
             ids = rows_erase(bank, ids, now, actor=actor, reason=reason, details=asked)
             outcome.deleted_count = outcome.erased_count = len(ids)
         elif archive:
@@ -148,7 +148,7 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
                 break
             last_pk = rows[-1][0]
             ids = [memory_id for _, memory_id in rows]
-            ObservationEvidence.objects.filter(observation__bank=bank, memory_ref__in=ids).update(memory=None)
+            ObservationEvidence.objects.filter(bank=bank, memory_ref__in=ids).update(memory=None)
             chunk_number += 1
             # The owner records the chunk's erasure (one compliance event naming its rows).
             rows_delete(bank, [pk for pk, _ in rows], actor=actor, reason=reason,

@@ -40,7 +40,7 @@ def entity_link_create(*, bank: Bank, entity_a: str, entity_b: str, link_type: s
 
 
 def entity_link_delete(*, bank: Bank, link_id: int, actor: str) -> None:
-    link = EntityLink.objects.filter(bank=bank, pk=link_id).select_related("entity_a", "entity_b").first()
+    link = EntityLink.objects.with_entities(bank).filter(pk=link_id).first()
     if link is None:
         raise NotFound("link not found")
     with transaction.atomic():

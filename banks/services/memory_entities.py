@@ -29,7 +29,8 @@ def _clean(value: str, field: str, limit: int) -> str:
 
 
 def _mentioned(memory: Memory, entity_id: str) -> Entity:
-    entity = memory.entities.filter(bank_id=memory.bank_id, entity_id=entity_id).first()
+    entity = memory.entities.filter(bank_id=memory.bank_id, memoryentity__bank_id=memory.bank_id,
+                                    entity_id=entity_id).first()
     if entity is None:
         raise NotFound(f"memory '{memory.memory_id}' does not mention entity '{entity_id}'")
     return entity

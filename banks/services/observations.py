@@ -201,7 +201,7 @@ def observations_invalidate_for_memories(
         return 0
     affected = list(
         Observation.objects.live()
-        .filter(bank=bank, evidence__memory_ref__in=ids)
+        .filter(bank=bank, evidence__bank_id=bank.pk, evidence__memory_ref__in=ids)
         .distinct()
         .values_list("observation_id", flat=True)
     )

@@ -61,8 +61,7 @@ def graph(request: HttpRequest, bank_id: str) -> HttpResponse:
             {"entity": focus.entity_id, "after": str(next_cursor), "from": str(start + len(mentions))})
         context.update(
             ego=ego, picker=picker,
-            links=EntityLink.objects.filter(bank=bank).filter(Q(entity_a=focus) | Q(entity_b=focus))
-            .select_related("entity_a", "entity_b")[:100],
+            links=EntityLink.objects.with_entities(bank).filter(Q(entity_a=focus) | Q(entity_b=focus))[:100],
             mentions=mentions, mentions_from=start, mentions_to=start + len(mentions) - 1,
             mentions_next=next_url,
             mentions_first=f"{base}?{urlencode({'entity': focus.entity_id})}" if after is not None else None,

@@ -200,7 +200,10 @@ def _memory_context(request: HttpRequest, bank: Bank, memory: Memory, **forms: A
     principal = operator(request)
     return {
         "bank": bank, "memory": memory, "near": near, "near_threshold": threshold, "tab": "memories",
-        "entities": list(memory.entities.filter(bank=bank)[:50]),
+        "entities": list(memory.entities.filter(bank=bank, memoryentity__bank_id=bank.pk)[:50]),
+        # Looked up in the bank's own rows: a join on the merged memory's id alone reads every bank's partition.
+        "merged_into": Memory.objects.filter(bank=bank, pk=memory.merged_into_id).values_list(
+            "memory_id", flat=True).first() if memory.merged_into_id else None,
         "citations": memory_citations(bank=bank, memory_id=memory.memory_id),
         "events": audit_events_about(bank=bank, target_id=memory.memory_id),
         "access": memory_access_page(bank, memory.memory_id), "access_days": access_log_days(),
@@ -243,7 +246,7 @@ def _memory_url(bank: Bank, memory_id: str) -> str:
 @login_required
 def memory_detail(request: HttpRequest, bank_id: str, memory_id: str) -> HttpResponse:
     bank = operator_bank(request, bank_id)
-    memory = Memory.objects.select_related("merged_into").filter(bank=bank, memory_id=memory_id).first()
+    memory = Memory.objects.filter(bank=bank, memory_id=memory_id).first()
     if memory is None:
         raise Http404("No such memory")
     return _memory_page(request, bank, memory)

@@ -18,7 +18,7 @@ from types import TracebackType
 from django.db import connection, transaction
 from django.db.models import Prefetch
 
-from banks.models import Bank, Entity, Memory, MemoryLink, Observation, ObservationEvidence
+from banks.models import Bank, Memory, MemoryEntity, MemoryLink, Observation, ObservationEvidence
 from banks.services.audit import audit_record
 from memoryhub.liveness import beat
 from portability.formats.ama import (
@@ -52,8 +52,8 @@ def memory_record(memory: Memory, *, include_embeddings: bool) -> MemoryRecord:
         text=memory.text, memory_id=memory.memory_id, fact_type=memory.fact_type, tags=list(memory.tags),
         metadata=dict(memory.metadata or {}), occurred_at=memory.occurred_at, created_at=memory.created_at,
         retained_at=memory.retained_at, source=memory.source, memory_layer=memory.memory_layer,
-        entities=[EntityRecord(name=e.name, entity_type=e.entity_type, aliases=list(e.aliases))
-                  for e in memory.entities.all()],
+        entities=[EntityRecord(name=m.entity.name, entity_type=m.entity.entity_type, aliases=list(m.entity.aliases))
+                  for m in memory.mentions],  # type: ignore[attr-defined]  # _records' prefetch (to_attr)
         links=[LinkRecord(target_id=link.target.memory_id, link_type=link.link_type, confidence=link.confidence,
                           metadata=link.metadata or {}) for link in memory.links_out.all()],
         embedding=embedding, embedding_model=memory.embedding_model if embedding else None,
@@ -83,13 +83,17 @@ def _records(bank: Bank, *, include_embeddings: bool, include_entities: bool, in
              include_archived: bool, memories: bool = True) -> Iterator[MemoryRecord]:
     rows = _memories(bank, include_archived) if memories else Memory.objects.none()
     if include_entities:
-        # Entities in the order the memory came to mention them, as the SQL-built lines write them.
-        # Each prefetch names the bank: the related rows are otherwise read by their memory's id alone.
-        mentioned = Entity.objects.filter(bank=bank).only("name", "entity_type", "aliases").order_by("memoryentity__id")
-        rows = rows.prefetch_related(Prefetch("entities", queryset=mentioned),
-                                     Prefetch("links_out", queryset=MemoryLink.objects.filter(bank=bank).select_related("target")))
+        # Entities in the order the memory came to mention them, as the SQL-built lines write them. Each
+        # prefetch names the bank of every table it reads: the related rows are otherwise read by their
+        # memory's id alone, and the joined entity or target by its id alone (every bank's partition).
+        mentions = (MemoryEntity.objects.filter(bank=bank, entity__bank_id=bank.pk).select_related("entity")
+                    .only("memory_id", "entity__name", "entity__entity_type", "entity__aliases").order_by("id"))
+        links = MemoryLink.objects.filter(bank=bank, target__bank_id=bank.pk).select_related("target")
+        rows = rows.prefetch_related(Prefetch("memoryentity_set", queryset=mentions, to_attr="mentions"),
+                                     Prefetch("links_out", queryset=links))
     else:
-        rows = rows.prefetch_related(Prefetch("entities", queryset=Entity.objects.none()),
+        rows = rows.prefetch_related(Prefetch("memoryentity_set", queryset=MemoryEntity.objects.none(),
+                                              to_attr="mentions"),
                                      Prefetch("links_out", queryset=MemoryLink.objects.none()))
     if not include_embeddings:
         rows = rows.defer("embedding")

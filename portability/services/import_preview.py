@@ -67,7 +67,7 @@ class ImportPreview:
         if not wanted or self.bank.is_never_written:
             return len(wanted)
         existing = {(a, b, kind) for a, b, kind in EntityLink.objects.filter(
-            bank=self.bank, entity_a__entity_id__in=[w[0] for w in wanted],
-            entity_b__entity_id__in=[w[1] for w in wanted]).values_list(
+            bank=self.bank, entity_a__bank_id=self.bank.pk, entity_a__entity_id__in=[w[0] for w in wanted],
+            entity_b__bank_id=self.bank.pk, entity_b__entity_id__in=[w[1] for w in wanted]).values_list(
             "entity_a__entity_id", "entity_b__entity_id", "link_type")}
         return len(wanted - existing)

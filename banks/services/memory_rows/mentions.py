@@ -137,7 +137,7 @@ def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str]
 
 
 _RECOUNT = ("FROM (SELECT e2.id, count(me.id) AS n FROM banks_entity e2 LEFT JOIN banks_memoryentity me "
-            "ON me.entity_id = e2.id WHERE e2.bank_id = %s GROUP BY e2.id) c")
+            "ON me.bank_id = e2.bank_id AND me.entity_id = e2.id WHERE e2.bank_id = %s GROUP BY e2.id) c")
 
 
 def mentions_recount(bank_pk: int, *, dry_run: bool = False) -> int:
@@ -150,11 +150,11 @@ def mentions_recount(bank_pk: int, *, dry_run: bool = False) -> int:
         if dry_run:
             # Vetted: _RECOUNT is a module constant; the bank is a parameter.
             cursor.execute(f"SELECT count(*) FROM banks_entity e JOIN (SELECT c.id, c.n {_RECOUNT}) k "  # noqa: S608
-                           "ON k.id = e.id WHERE e.mention_count <> k.n", [bank_pk])
+                           "ON k.id = e.id WHERE e.bank_id = %s AND e.mention_count <> k.n", [bank_pk, bank_pk])
             return int(cursor.fetchone()[0])
         cursor.execute("SELECT id FROM banks_entity WHERE bank_id = %s ORDER BY id FOR NO KEY UPDATE", [bank_pk])
         cursor.execute(f"UPDATE banks_entity e SET mention_count = c.n {_RECOUNT} "  # noqa: S608
-                       "WHERE e.id = c.id AND e.mention_count <> c.n", [bank_pk])
+                       "WHERE e.bank_id = %s AND e.id = c.id AND e.mention_count <> c.n", [bank_pk, bank_pk])
         return int(cursor.rowcount)
 
 

@@ -16,13 +16,17 @@ from django.db import connection
 RECALL_MARK_INTERVAL = "1 hour"
 
 # S608 vetted: the interval is a module constant; every value is a parameter.
+# The rows are picked (and locked) once, then updated in the bank's own rows. With the bank named on an
+# outer UPDATE and the picking as its sub-select, a test's statement spun for minutes: a semi-join may
+# run its inner side once per outer row, and here the inner side locks rows.
 _MARK = f"""
-    UPDATE banks_memory SET last_recalled_at = %s
-    WHERE id IN (
+    WITH picked AS MATERIALIZED (
         SELECT id FROM banks_memory
         WHERE bank_id = %s AND memory_id = ANY(%s)
           AND (last_recalled_at IS NULL OR last_recalled_at < %s - interval '{RECALL_MARK_INTERVAL}')
         FOR UPDATE SKIP LOCKED)
+    UPDATE banks_memory m SET last_recalled_at = %s
+    FROM picked WHERE m.bank_id = %s AND m.id = picked.id
 """  # noqa: S608
 
 
@@ -30,7 +34,7 @@ def rows_mark_recalled(cursor, bank_pk: int, memory_ids: list[str], now: datetim
     """Mark memories recalled at ``now``, at most once an hour each, skipping rows another transaction
     holds (a recall never waits for a writer); on the caller's cursor (usage flushes batch them)."""
     if memory_ids:
-        cursor.execute(_MARK, [now, bank_pk, memory_ids, now])
+        cursor.execute(_MARK, [bank_pk, memory_ids, now, now, bank_pk])
 
 
 def rows_vectors_fill(bank_pk: int, pks: Sequence[int], literals: Sequence[str], model: str, dims: int) -> None:
