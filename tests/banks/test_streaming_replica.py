@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -186,7 +187,10 @@ def _recall(api: Any, bank_id: str = "user-alice") -> tuple[list[str], list[str]
 
 
 def _reads_memories(statements: list[str]) -> bool:
-    return any("banks_memory" in sql and sql.lstrip().upper().startswith(("SELECT", "WITH")) for sql in statements)
+    """A plain read of memories: not a write that starts with a CTE (the recall marks pick their rows in
+    one, FOR UPDATE), which belongs on the primary."""
+    return any("banks_memory" in sql and sql.lstrip().upper().startswith(("SELECT", "WITH"))
+               and not re.search(r"\b(INSERT|UPDATE|DELETE)\b", sql, re.IGNORECASE) for sql in statements)
 
 
 def _retain(api: Any, text: str, bank_id: str = "user-alice") -> None:
