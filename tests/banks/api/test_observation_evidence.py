@@ -56,3 +56,22 @@ def test_the_operator_page_lists_unresolved_references(api, bank, operator, oper
     page = operator_client.get("/banks/user-alice/observations/").content.decode()
     assert "mem-1 (unresolved)" in page and "1 unresolved evidence reference:" in page
     assert f'/banks/user-alice/memories/{own}' in page or f"{own}</a>" in page
+
+
+@pytest.mark.parametrize("how", [{"erase": True}, {"compliance": True, "reason": "erasure request 7"}])
+def test_erased_sources_stay_named_in_the_evidence(bank, how):
+    """An erase (tombstone) and a compliance forget (row removed) both keep the evidence's memory id as
+    text, detached from the row, and invalidate the observation that cites it."""
+    from banks.services.forget import memory_forget
+    from banks.services.observations import observation_create
+
+    kept = memory_retain(bank=bank, text="Alice moved the stand-up to 10:00.", actor="test").memory_id
+    gone = memory_retain(bank=bank, text="Alice skipped the 9:00 stand-up again.", actor="test").memory_id
+    observation = observation_create(bank=bank, text="Prefers later stand-ups.", source_ids=[kept, gone],
+                                     actor="test")
+    memory_forget(bank=bank, memory_ids=[gone], actor="test", **how)
+    links = {e.memory_ref: e.memory_id for e in ObservationEvidence.objects.filter(observation=observation)}
+    assert set(links) == {kept, gone}
+    assert links[gone] is None and links[kept] is not None
+    observation.refresh_from_db()
+    assert observation.invalidated_at is not None
