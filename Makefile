@@ -35,10 +35,15 @@ PARTITIONED_TESTS := tests/banks/api tests/banks/services tests/portability test
 PARTITIONED_DESELECT := \
 	--deselect tests/banks/test_bank_vector_index.py::test_recall_walks_a_banks_own_index_wider_than_the_shared_one
 
+# Two pytest-xdist workers, each on a database of its own (a module's tests stay together, in order, on
+# one worker); PYTEST_WORKERS=0 runs in this process alone.
+PYTEST_WORKERS ?= 2
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 test: $(STAMP) chromium
 	$(VENV)/bin/mypy
-	$(PY) -m pytest $(PYTEST_ARGS)
-	MEMORYHUB_BANK_PARTITIONS=4 $(PY) -m pytest $(PARTITIONED_TESTS) $(PARTITIONED_DESELECT) -m "not browser"
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	MEMORYHUB_BANK_PARTITIONS=4 $(PY) -m pytest $(PARALLEL) $(PARTITIONED_TESTS) $(PARTITIONED_DESELECT) -m "not browser"
 
 # Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
 # Import/export beside PostgreSQL's own COPY and index build, recall over HTTP on the imported bank and

@@ -423,6 +423,30 @@ def session_start(session: pytest.Session) -> None:
     config._bank_routing = check  # type: ignore[attr-defined]
 
 
+def worker_finish(config: pytest.Config) -> None:
+    """Under pytest-xdist, a worker hands what its check saw to the controller, which prints the summary."""
+    check: RoutingCheck | None = getattr(config, "_bank_routing", None)
+    output = getattr(config, "workeroutput", None)
+    if check is None or output is None:
+        return
+    output["bank_routing"] = {
+        "allowed": dict(check.allowed),
+        "findings": [[f.where, f.shape, sorted(f.tests)] for f in check.findings.values()],
+    }
+
+
+def merge_worker(config: pytest.Config, worker_output: dict[str, Any]) -> None:
+    """The controller's side of ``worker_finish``: one summary for the whole run."""
+    check: RoutingCheck | None = getattr(config, "_bank_routing", None)
+    seen = worker_output.get("bank_routing")
+    if check is None or not seen:
+        return
+    for name, count in seen["allowed"].items():
+        check.allowed[name] = check.allowed.get(name, 0) + count
+    for where, text, tests in seen["findings"]:
+        check.findings.setdefault((where, text), Finding(where, text)).tests.update(tests)
+
+
 def summary(terminalreporter: Any, config: pytest.Config) -> None:
     check: RoutingCheck | None = getattr(config, "_bank_routing", None)
     if check is None:

@@ -167,6 +167,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     bank_routing.session_start(session)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    bank_routing.worker_finish(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist: a worker is done; its routing figures join the controller's."""
+    bank_routing.merge_worker(node.config, getattr(node, "workeroutput", {}))
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     bank_routing.summary(terminalreporter, config)
 

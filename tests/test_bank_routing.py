@@ -170,3 +170,24 @@ def test_a_workers_findings_count_for_the_test_that_started_it(run_check, tmp_pa
     _worker_findings(run_check)
     assert _take_findings(run_check) == [
         "banks/selectors/routing_probe.py:unpinned_read (Celery worker): SELECT … FROM banks_memory WHERE id = ANY(%s)"]
+
+
+def test_an_xdist_workers_figures_reach_the_controllers_summary():
+    """Under pytest-xdist each worker checks its own tests; the controller's summary adds them up."""
+    from types import SimpleNamespace
+
+    from tests.bank_routing import merge_worker, worker_finish
+
+    worker = RoutingCheck(strict=False, tables=frozenset({"banks_memory"}))
+    worker.current_test = "tests/x.py::test_one"
+    worker.found("banks/selectors/x.py:f", "unpinned: SELECT ...")
+    worker.allowed["banks/admin/:*"] = 3
+    worker_config = SimpleNamespace(_bank_routing=worker, workeroutput={})
+    worker_finish(worker_config)  # type: ignore[arg-type]
+
+    controller = RoutingCheck(strict=False, tables=frozenset({"banks_memory"}))
+    controller.allowed["banks/admin/:*"] = 1
+    merge_worker(SimpleNamespace(_bank_routing=controller), worker_config.workeroutput)  # type: ignore[arg-type]
+    assert controller.allowed == {"banks/admin/:*": 4}
+    (finding,) = controller.findings.values()
+    assert finding.where == "banks/selectors/x.py:f" and finding.tests == {"tests/x.py::test_one"}
