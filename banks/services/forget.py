@@ -29,7 +29,7 @@ from banks.selectors.holds import active_hold_ids
 from banks.services.audit import MAX_TARGET_IDS, audit_record
 from banks.services.holds import ensure_not_held
 from banks.services.memory_rows import rows_archive, rows_delete, rows_erase, rows_forget
-from banks.services.observations import evidence_detach_memories, observations_invalidate_for_memories
+from banks.services.observations import observations_invalidate_for_memories
 from memoryhub.errors import InvalidInput
 
 # Rows erased per transaction by a compliance forget (as bank deletion does).
@@ -108,7 +108,6 @@ def memory_forget(
         if erase and not compliance:
             # Purge text, embedding and everything derived, keeping a tombstone for the changes feed.
             ids = list(selection.values_list("memory_id", flat=True))
-            evidence_detach_memories(bank=bank, memory_ids=ids)
             ids = rows_erase(bank, ids, now, actor=actor, reason=reason, details=asked)
             outcome.deleted_count = outcome.erased_count = len(ids)
         elif archive:
@@ -148,7 +147,6 @@ def _erase(*, bank: Bank, selection: QuerySet[Memory], actor: str, reason: str,
                 break
             last_pk = rows[-1][0]
             ids = [memory_id for _, memory_id in rows]
-            evidence_detach_memories(bank=bank, memory_ids=ids)
             chunk_number += 1
             # The owner records the chunk's erasure (one compliance event naming its rows).
             rows_delete(bank, [pk for pk, _ in rows], actor=actor, reason=reason,

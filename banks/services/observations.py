@@ -192,12 +192,6 @@ def observation_delete(*, observation: Observation, actor: str, reason: str = ""
     return bool(moved)
 
 
-def evidence_detach_memories(*, bank: Bank, memory_ids: Iterable[str]) -> int:
-    """Before ``memory_ids`` are erased or removed: their evidence rows stop pointing at the rows
-    and keep the memory id as text, so an observation's provenance outlives its sources."""
-    return ObservationEvidence.objects.filter(bank=bank, memory_ref__in=list(memory_ids)).update(memory=None)
-
-
 def observations_invalidate_for_memories(
     *, bank: Bank, memory_ids: Iterable[str], actor: str, reason: str = "source memories changed"
 ) -> int:

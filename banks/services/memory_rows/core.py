@@ -24,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from banks.models import Bank, DuplicatePair, Memory, MemoryLink
+from banks.models import Bank, DuplicatePair, Memory, MemoryLink, ObservationEvidence
 from banks.models.bank_scoped import bank_rows_delete
 from banks.models.rows import insert_row
 from banks.services.audit import audit_record
@@ -330,8 +330,9 @@ def rows_forget(bank: Bank, *, memory_ids: Sequence[str] | None = None, pks: Seq
 def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = None, *, actor: str,
                reason: str = "", details: dict[str, Any] | None = None) -> list[str]:
     """Purge the text, vector, metadata, tags, mentions (counters moved), near-duplicate pairs and the
-    text a merge link kept of the rows named; each stays as a tombstone for the changes feed. Returns
-    the ids erased, recorded in one ``memory.erase`` event (a compliance one)."""
+    text a merge link kept of the rows named, and detach the observation evidence citing them (it keeps
+    the memory id as text); each stays as a tombstone for the changes feed. Returns the ids erased,
+    recorded in one ``memory.erase`` event (a compliance one)."""
     now = now or timezone.now()
     rows = list(Memory.objects.filter(bank=bank, memory_id__in=list(memory_ids)).values_list("pk", "memory_id"))
     pks = [pk for pk, _ in rows]
@@ -340,6 +341,8 @@ def rows_erase(bank: Bank, memory_ids: Sequence[str], now: datetime | None = Non
     mentions_drop(bank.pk, pks)
     _pairs_drop(bank.pk, pks)
     MemoryLink.objects.filter(bank=bank, source_id__in=pks).update(metadata={})
+    # What removing the rows would do (the foreign key's SET_NULL, banks.models.bank_scoped.bank_rows_delete).
+    ObservationEvidence.objects.filter(bank=bank, memory_id__in=pks).update(memory=None)
     # The turns after them hold their text in their contexts: read now, refreshed once it is purged.
     followers = turn_context_followers(bank=bank, pks=pks)
     with connection.cursor() as cursor:
