@@ -151,6 +151,7 @@ pytest_plugins = ["tests.fakes"]
 # MEMORYHUB_BANK_ROUTING says report or off. Its allow-list is printed with reasons at the end.
 from tests import bank_routing  # noqa: E402
 from tests.bank_routing import bank_routing_check  # noqa: E402,F401  (autouse fixture)
+from tests.db_sessions import name_connections_by_thread, sessions_left_on_the_test_database_ended  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -161,6 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # warned of the missing folder on a fresh clone.
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     bank_routing.configure(config)
+    name_connections_by_thread()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -182,14 +184,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """The partitioned run (MEMORYHUB_BANK_PARTITIONS, make test) proves something only if the test
-    database really is partitioned: a conversion that did nothing stops the run here."""
+    database really is partitioned: a conversion that did nothing stops the run here.
+
+    At the end, before the test database is dropped, every other session still on it is named (its
+    process and thread, see connections_named_by_thread) and ended: one left open made the drop fail
+    and left the database behind on the server."""
     from django.conf import settings
     from django.db import connection
 
-    if not settings.MEMORYHUB_BANK_PARTITIONS:
-        return
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass")
-        assert cursor.fetchone()[0] == "p", "MEMORYHUB_BANK_PARTITIONS is set but banks_memory is not partitioned"
+    if settings.MEMORYHUB_BANK_PARTITIONS:
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'banks_memory'::regclass")
+            assert cursor.fetchone()[0] == "p", "MEMORYHUB_BANK_PARTITIONS is set but banks_memory is not partitioned"
+    yield
+    with django_db_blocker.unblock():
+        sessions_left_on_the_test_database_ended()
