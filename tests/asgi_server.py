@@ -1,10 +1,11 @@
 """An ASGI app served by uvicorn in a thread of the test process, for tests whose client is a real
 HTTP client (the MCP SDK, Astrocyte's team client). Same process, so the test database and settings
-overrides apply; the queries run in asgiref's shared sync thread, whose connection is closed at the end."""
+overrides apply; the connections its queries ran on are closed at the end."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import threading
 import time
@@ -33,8 +34,12 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        # Close the connection of the thread the views ran their queries in, so the test database
-        # can be dropped.
+        # Close the connections the views ran their queries on, so the test database can be dropped.
+        # Django's ASGI handler gives each request a thread of its own (asgiref's ThreadSensitiveContext),
+        # gone once the request ends, whose connection waits for the garbage collector to be closed
+        # (config/asgi.py closes them at each request's end; the settings here are the test run's).
+        # Other code (an MCP app) runs its queries on asgiref's shared thread.
+        gc.collect()
         from asgiref.sync import sync_to_async
         from django.db import connections
 

@@ -112,3 +112,11 @@ def serving(*servers: ServedProcess) -> Iterator[tuple[ServedProcess, ...]]:
     finally:
         for server in servers:
             server.stop()
+
+
+def start_asgi(tmp_path: Path, env: dict[str, str]) -> ServedProcess:
+    """uvicorn serving config.asgi on a free local port (call ``wait_until_serving``, then ``stop``)."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning"]
+    return _start(command, env, tmp_path / f"asgi-{port}.log", f"http://127.0.0.1:{port}", "/live")
