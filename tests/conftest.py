@@ -189,7 +189,7 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
     database really is partitioned: a conversion that did nothing stops the run here.
 
     At the end, before the test database is dropped, every other session still on it is named (its
-    process and thread, see connections_named_by_thread) and ended: one left open made the drop fail
+    process and thread, see tests.db_sessions) and ended: one left open made the drop fail
     and left the database behind on the server."""
     from django.conf import settings
     from django.db import connection
