@@ -42,7 +42,8 @@ def name_connections_by_thread() -> None:
     connection_created.connect(_name_connection, dispatch_uid="tests.db_sessions.name_connection")
 
 
-def _others() -> list[tuple[int, str, str, str]]:
+def sessions_on_the_test_database() -> list[tuple[int, str, str, str]]:
+    """Every other session on this connection's database: (pid, application name, state, last statement)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid, application_name, coalesce(state, ''), left(coalesce(query, ''), 120)"
@@ -54,10 +55,10 @@ def _others() -> list[tuple[int, str, str, str]]:
 def sessions_left_on_the_test_database_ended(wait: float = 5.0) -> None:
     """Warn of every other session still on the test database (a closing one gets ``wait`` seconds), and end them."""
     deadline = time.monotonic() + wait
-    others = _others()
+    others = sessions_on_the_test_database()
     while others and time.monotonic() < deadline:
         time.sleep(0.2)
-        others = _others()
+        others = sessions_on_the_test_database()
     if not others:
         return
     listed = "; ".join(f"pid {pid} '{name}' {state}: {query!r}" for pid, name, state, query in others)

@@ -12,18 +12,12 @@ import uuid
 
 import httpx
 import pytest
-from django.db import connection
 
+from tests.db_sessions import sessions_on_the_test_database
 from tests.live_process import server_env, serving, start_asgi
 from tests.worker import _database_url
 
 REQUESTS = 12
-
-
-def _sessions_named(name: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name])
-        return int(cursor.fetchone()[0])
 
 
 @pytest.mark.django_db(transaction=True)  # the server must see the bank and the token
@@ -37,5 +31,5 @@ def test_an_asgi_server_keeps_no_session_per_request(tmp_path, bank, make_token)
             for i in range(REQUESTS):
                 answer = client.post("/v1/recall", json={"bank_id": bank.bank_id, "query": f"order {i} shipped"})
                 assert answer.status_code == 200, answer.text
-        sessions = _sessions_named(name)
+        sessions = sum(1 for _, named, *_ in sessions_on_the_test_database() if named == name)
     assert sessions <= 1, f"{sessions} sessions left open after {REQUESTS} requests"
