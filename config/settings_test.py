@@ -37,3 +37,10 @@ MEMORYHUB_USAGE_FLUSH_SECONDS = 0.0
 # Recall's second connection always, whatever the machine's load: tests of it and of the statements it
 # sends must not depend on what else runs (tests of the auto mode pass the load themselves).
 MEMORYHUB_READ_BESIDE = True
+
+# Django's test client builds the middleware for every client, and WhiteNoise reads every static file
+# when it is built (41 ms a client): the tests build its table once per process (tests/static_files.py).
+MIDDLEWARE = [  # noqa: F405
+    "tests.static_files.WhiteNoiseOncePerProcess" if name == "whitenoise.middleware.WhiteNoiseMiddleware" else name
+    for name in MIDDLEWARE  # noqa: F405
+]
