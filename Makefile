@@ -45,10 +45,15 @@ PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 # Bytecode caches on, even where the environment turns them off (PYTHONDONTWRITEBYTECODE): otherwise
 # every worker and every process a test starts compiles the project, and pytest rewrites the asserts of
 # every test module again (20 s of a worker's collection instead of 9 here).
+# mypy (40 s of one core on a fresh clone) runs beside the first run, whose workers leave a core idle
+# while they wait on the servers and workers they start; its report follows that run's, and either
+# failing fails the target.
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) chromium
-	$(VENV)/bin/mypy
-	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	@mkdir -p var
+	$(VENV)/bin/mypy > var/mypy.out 2>&1 & mypy=$$!; \
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS); tests=$$?; \
+	wait $$mypy; typed=$$?; echo "mypy:"; cat var/mypy.out; [ $$tests = 0 ] && [ $$typed = 0 ]
 	MEMORYHUB_BANK_PARTITIONS=4 $(PY) -m pytest $(PARALLEL) $(PARTITIONED_TESTS) $(PARTITIONED_DESELECT) -m "not browser and not worker"
 
 # Benchmarks print figures; they never fail on time. 1M: `make bench BENCH_MEMORIES=1000000`.
