@@ -232,6 +232,29 @@ def get_embedder(spec: str | None = None) -> Embedder:
     return _cached(spec, settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_PROVIDER_TIMEOUT)
 
 
+def load_before_fork(spec: str | None = None) -> str | None:
+    """Load the server's local embedding model now, in a process whose forked children serve with it
+    (gunicorn's master: config.gunicorn_config.when_ready), and name it; None where nothing is loaded.
+
+    Each web worker used to load its own copy on its first question, so three workers kept three
+    copies of the weights (and of ONNX Runtime's packed int8 weights), and every embedding streamed its
+    own copy through the caches the other workers and the database share. Loaded once before the
+    fork, the copy is one set of pages all workers read, and a worker that replaces another (gunicorn's
+    ``--max-requests``) starts with it (docs/benchmarks.md, "One copy of the model": more requests a
+    second on the load bench, a third less memory for the web workers).
+
+    Only a local MiniLM running on the calling thread is loaded: remote and hashing embedders have
+    nothing to share, and a model run on thread pools (``MEMORYHUB_EMBED_THREADS`` above 1) would
+    reach a child without those threads."""
+    from banks.providers.minilm import MiniLMEmbedder
+
+    embedder = get_embedder(spec)
+    if not isinstance(embedder, MiniLMEmbedder) or embedder.threads != 1:
+        return None
+    embedder.load_now()
+    return f"{embedder.name} ({embedder.runtime}, {embedder.weights} weights)"
+
+
 class HasEmbeddingProvider(Protocol):
     embedding_provider: str
 

@@ -223,5 +223,21 @@ class MiniLMEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self.embed_array(texts).tolist()  # the same floats as float(v) of each, in C
 
+    def load_now(self) -> None:
+        """Load the model and run it once on a short text, as a process that forks its workers after
+        does (banks.providers.embeddings.load_before_fork).
+
+        The text goes through the tokenizer's one-text ``encode``: ``encode_batch`` may start the Rust
+        tokenizer's thread pool, which the forked children would not have."""
+        self._ready()
+        with self._lock:
+            ids = np.array([self.tokenizer.encode("load the model").ids], dtype=np.int64)
+        mask = np.ones(ids.shape, dtype=np.float32)
+        with self._blas_threads():
+            if self._onnx is not None:
+                self._onnx(ids, mask)
+            else:
+                self._forward(ids, mask)
+
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]

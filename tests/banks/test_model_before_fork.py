@@ -1,0 +1,130 @@
+"""The local model loaded once in gunicorn's master and shared by the workers it forks
+(banks.providers.embeddings.load_before_fork, config.gunicorn_config.when_ready)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from banks.providers import embeddings
+from banks.providers.minilm import MiniLMEmbedder
+from config import gunicorn_config
+from tests.fakes import FakeOpenAI, local_server
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Run in an interpreter of its own: the tokenizer's thread pool is process-wide, and any earlier test
+# in this process may have started it. The parent loads the model, forks, and the child embeds with
+# the parent's session (building another one fails); the parent then embeds the same text after it.
+FORKED = textwrap.dedent("""
+    import json, os, sys, traceback
+    from banks.providers import minilm_onnx
+    from banks.providers.minilm import MiniLMEmbedder
+
+    runtime = sys.argv[1]
+    model = MiniLMEmbedder(threads=1, runtime=runtime, weights="auto")
+    model.load_now()
+    text = "Alice moved the billing cluster to the new region on 3 March."
+    read, write = os.pipe()
+    errors = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(errors, 2)
+
+        def no_second_load(*args, **kwargs):
+            raise AssertionError("the child loaded the model again")
+
+        minilm_onnx.OnnxForward.__init__ = no_second_load
+        MiniLMEmbedder._load_weights = no_second_load
+        try:
+            with os.fdopen(write, "w") as out:
+                json.dump(model.embed_one(text), out)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as child_out:
+        child = child_out.read()
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"status": status, "child": json.loads(child) if child else None,
+                      "parent": model.embed_one(text), "runtime": model.runtime}))
+""")
+
+
+@pytest.mark.parametrize("runtime", ["auto", "numpy"])
+def test_a_worker_forked_after_the_load_embeds_with_the_masters_model(runtime: str, tmp_path: Path) -> None:
+    errors = tmp_path / "child-stderr.txt"
+    done = subprocess.run([sys.executable, "-c", FORKED, runtime, str(errors)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 0, errors.read_text()
+    assert result["child"] is not None
+    # The child's vector is the parent's: it ran the same, already loaded, model.
+    assert max(abs(a - b) for a, b in zip(result["child"], result["parent"], strict=True)) < 1e-6
+    assert errors.read_text() == ""  # nothing said: no warning, no second load
+
+
+def test_a_local_model_on_the_calling_thread_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = MiniLMEmbedder(threads=1)
+    monkeypatch.setattr(embeddings, "get_embedder", lambda spec=None: model)
+    assert embeddings.load_before_fork() == f"all-MiniLM-L6-v2 ({model.runtime}, {model.weights} weights)"
+    assert model._loaded
+
+
+def test_a_model_on_thread_pools_is_left_to_each_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ONNX Runtime's threads, started in the master, would not exist in a forked worker.
+    model = MiniLMEmbedder(threads=2)
+    monkeypatch.setattr(embeddings, "get_embedder", lambda spec=None: model)
+    assert embeddings.load_before_fork() is None
+    assert not model._loaded
+
+
+def test_remote_and_hashing_embedders_load_nothing() -> None:
+    assert embeddings.load_before_fork("hashing") is None
+    FakeOpenAI.requests = []
+    with local_server(FakeOpenAI) as url:
+        assert embeddings.load_before_fork(f"openai:text-embedding-3-small@{url}/v1") is None
+    assert FakeOpenAI.requests == []  # no request reached the remote server
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def info(self, message: str, *args: Any) -> None:
+        self.lines.append(("info", message % args))
+
+    def warning(self, message: str, *args: Any) -> None:
+        self.lines.append(("warning", message % args))
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.log = _Log()
+
+
+def test_the_masters_hook_says_what_it_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "load_before_fork", lambda: "all-MiniLM-L6-v2 (onnx, int8 weights)")
+    server = _Server()
+    gunicorn_config.when_ready(server)
+    assert server.log.lines == [("info", "embedding model all-MiniLM-L6-v2 (onnx, int8 weights) loaded once "
+                                         "for every worker")]
+
+
+def test_a_failed_load_in_the_master_leaves_the_workers_to_load_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails() -> str:
+        raise MemoryError("no room for the weights")
+
+    monkeypatch.setattr(embeddings, "load_before_fork", fails)
+    server = _Server()
+    gunicorn_config.when_ready(server)  # the server starts all the same
+    assert server.log.lines == [("warning", "the embedding model was not loaded before the workers start "
+                                            "(MemoryError: no room for the weights); each worker loads its own")]
