@@ -241,7 +241,7 @@ def load_before_fork(spec: str | None = None) -> str | None:
     own copy through the caches the other workers and the database share. Loaded once before the
     fork, the copy is one set of pages all workers read, and a worker that replaces another (gunicorn's
     ``--max-requests``) starts with it (docs/benchmarks.md, "One copy of the model": more requests a
-    second on the load bench, a third less memory for the web workers).
+    second on the load bench, about a quarter less memory for the web workers).
 
     Only a local MiniLM running on the calling thread is loaded: remote and hashing embedders have
     nothing to share, and a model run on thread pools (``MEMORYHUB_EMBED_THREADS`` above 1) would
