@@ -26,7 +26,7 @@ from banks.models import Bank, DuplicatePair, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.selectors.neighbours import near_duplicate_threshold
 from banks.services.jobs import job_create, job_enqueue, job_is_stale
-from banks.vectors import distance_sql, vector_scope
+from banks.vectors import distance_sql, enable_iterative_scan, vector_scope
 from memoryhub.errors import InvalidInput
 from memoryhub.queue import send_task
 
@@ -154,27 +154,20 @@ def duplicates_scan(*, bank: Bank, threshold: float, full: bool = False,
 
 def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> list[tuple[int, int, float]]:
     """(memory pk, neighbour pk, similarity) for each memory's nearest live neighbours above ``threshold``
-    that state the same fact, leaving out the pairs an operator marked as not duplicates."""
-    distance = distance_sql(dims, column="m.embedding", param="q.embedding")
-    # Vetted: {distance} and the dimension are int-cast (distance_sql); every value is a parameter.
-    sql = (
-        "SELECT q.id, n.id, n.similarity, "  # noqa: S608
-        "COALESCE(q.metadata->'_not_duplicate_of', '[]'::jsonb) ? n.memory_id, q.text, n.text "
-        "FROM banks_memory q CROSS JOIN LATERAL ("
-        f"  SELECT m.id, m.memory_id, m.text, 1 - {distance} AS similarity FROM banks_memory m"
-        f"  WHERE m.bank_id = %s AND m.embedding_dims = {int(dims)} AND m.embedding_model = q.embedding_model"
-        "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
-        # The clause that matches the HNSW index holding this bank's rows (shared, or the bank's own).
-        f"   AND {vector_scope(bank.pk, 'm')}"
-        f"  ORDER BY {distance} LIMIT %s"
-        ") n WHERE q.id = ANY(%s) AND q.bank_id = %s ORDER BY q.id, n.similarity DESC"
-    )
-    with connection.cursor() as cursor:
-        # Keep walking the shared graph until this bank's neighbours turn up (see banks.vectors).
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(40, LOOKED_AT * 2)])
-        cursor.execute(sql, [bank.pk, LOOKED_AT, pks, bank.pk])
-        rows = cursor.fetchall()
+    that state the same fact, leaving out the pairs an operator marked as not duplicates.
+
+    The neighbours come from the bank's HNSW graph. A memory whose walk brought back fewer than LOOKED_AT
+    is looked up again exactly, as recall does (banks.vectors.nearest_rows): a bank's rows can sit behind
+    many dead or foreign entries of the shared graph, where the walk gives up before it reaches them, and
+    a small bank has fewer rows than LOOKED_AT anyway (reading it exactly costs little)."""
+    rows = _neighbour_rows(bank, dims, pks, exact=False)
+    found: dict[int, int] = {}
+    for row in rows:
+        found[row[0]] = found.get(row[0], 0) + 1
+    short = {pk for pk in pks if found.get(pk, 0) < LOOKED_AT}
+    if short:
+        rows = [row for row in rows if row[0] not in short] + _neighbour_rows(bank, dims, sorted(short), exact=True)
+        rows.sort(key=lambda row: (row[0], -float(row[2])))
     # Look-alikes that name other people, places, amounts or dates are not pairs (banks.duplicate_rule).
     kept: dict[int, int] = {}
     pairs = []
@@ -184,6 +177,34 @@ def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> l
         kept[a] = kept.get(a, 0) + 1
         pairs.append((a, b, round(float(s), 4)))
     return pairs
+
+
+def _neighbour_rows(bank: Bank, dims: int, pks: list[int], *, exact: bool) -> list[tuple[Any, ...]]:
+    """Each memory's LOOKED_AT nearest live neighbours of its model, best first: (memory pk, neighbour pk,
+    similarity, marked as not a duplicate, memory text, neighbour text). ``exact``: compared one by one
+    ("+ 0" makes the ORDER BY differ from the indexed expression, and no index scope is named)."""
+    distance = distance_sql(dims, column="m.embedding", param="q.embedding")
+    scope = "TRUE" if exact else vector_scope(bank.pk, "m")
+    # Vetted: {distance} and the dimension are int-cast (distance_sql), {scope} is vector_scope's fixed
+    # clause; every value is a parameter.
+    sql = (
+        "SELECT q.id, n.id, n.similarity, "  # noqa: S608
+        "COALESCE(q.metadata->'_not_duplicate_of', '[]'::jsonb) ? n.memory_id, q.text, n.text "
+        "FROM banks_memory q CROSS JOIN LATERAL ("
+        f"  SELECT m.id, m.memory_id, m.text, 1 - {distance} AS similarity FROM banks_memory m"
+        f"  WHERE m.bank_id = %s AND m.embedding_dims = {int(dims)} AND m.embedding_model = q.embedding_model"
+        "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
+        # The clause that matches the HNSW index holding this bank's rows (shared, or the bank's own).
+        f"   AND {scope}"
+        f"  ORDER BY {distance}{' + 0' if exact else ''} LIMIT %s"
+        ") n WHERE q.id = ANY(%s) AND q.bank_id = %s ORDER BY q.id, n.similarity DESC"
+    )
+    with connection.cursor() as cursor:
+        if not exact:  # keep walking the shared graph until this bank's neighbours turn up
+            enable_iterative_scan(cursor, LOOKED_AT)
+        cursor.execute(sql, [bank.pk, LOOKED_AT, pks, bank.pk])
+        return list(cursor.fetchall())
+        return list(cursor.fetchall())
 
 
 def _forget_pairs(bank: Bank) -> None:

@@ -176,3 +176,39 @@ def test_a_full_scan_forgets_its_own_banks_pairs_alone(make_bank):
     duplicates_scan(bank=mine, threshold=0.999, full=True)
     assert DuplicatePair.objects.filter(bank=mine).count() == 0
     assert DuplicatePair.objects.filter(bank=other).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_pair_behind_a_graph_walk_that_gives_up_is_still_found(make_bank, monkeypatch):
+    """The walk can stop before it reaches a bank's rows (dead or foreign entries of the shared graph,
+    hnsw.max_scan_tuples): a memory it brings back short is looked up exactly."""
+    from banks.services import duplicate_scan
+
+    bank, neighbour = make_bank("user-bob"), make_bank("user-neighbour")
+    pair = ["Bob repairs bicycles.", "Bob repairs old bicycles."]
+    for text in [*pair, "Carol grows tomatoes.", "Dana sails on Sundays."]:
+        memory_retain(bank=bank, text=text, actor="test", near_dedup=False)
+    # Another tenant's rows, each with the very vector of one of the pair, fill the walks' first steps.
+    embedder = bank_embedder(neighbour)
+    vectors = embedder.embed(pair)
+    Memory.objects.bulk_create(
+        Memory(bank=neighbour, memory_id=f"n{i:04d}", text=f"Note {i}.", retained_at=timezone.now(),
+               created_at=timezone.now(), content_hash=content_hash(f"Note {i}."), embedding=vectors[i % 2],
+               embedding_model=embedder.name, embedding_dims=embedder.dimensions)
+        for i in range(300))
+    real = duplicate_scan.enable_iterative_scan
+
+    def give_up_early(cursor, limit):  # noqa: ANN001
+        real(cursor, limit)
+        # The walk is taken although the bank is small enough to sort whole, and stops at its first
+        # candidate: the other tenant's, as where a walk gives up (hnsw.max_scan_tuples) before it gets here.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+        cursor.execute("SET LOCAL hnsw.ef_search = 1")
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            cursor.execute(f"SET LOCAL {setting} = off")
+
+    monkeypatch.setattr(duplicate_scan, "enable_iterative_scan", give_up_early)
+    outcome = duplicate_scan.duplicates_scan(bank=bank, threshold=0.7, full=True)
+    pairs = {frozenset(texts) for texts in
+             DuplicatePair.objects.filter(bank=bank).values_list("memory_a__text", "memory_b__text")}
+    assert outcome.pairs == 1 and pairs == {frozenset(pair)}
