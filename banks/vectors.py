@@ -258,12 +258,16 @@ def nearest_rows(sql_template: str, params_for: Callable[[], list[Any]], *, limi
         return _nearest_or_exact(cursor, sql_template, params_for, wanted, scope, exact_scope)
 
 
+# Appended to a nearest-neighbour ORDER BY: the expression then differs from the indexed one, so
+# PostgreSQL computes every distance instead of walking the graph (an exact answer).
+EXACT_ORDER = " + 0"
+
+
 def _nearest_or_exact(cursor, sql_template: str, params_for: Callable[[], list[Any]],  # noqa: ANN001
                       wanted: int, scope: str, exact_scope: str) -> list[tuple[Any, ...]]:
     cursor.execute(sql_template.format(exact="", scope=scope), params_for())
     rows = cursor.fetchall()
     if len(rows) < wanted:
-        # "+ 0" makes the expression differ from the indexed one, so PostgreSQL computes it exactly.
-        cursor.execute(sql_template.format(exact=" + 0", scope=exact_scope), params_for())
+        cursor.execute(sql_template.format(exact=EXACT_ORDER, scope=exact_scope), params_for())
         rows = cursor.fetchall()
     return rows

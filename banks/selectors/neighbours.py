@@ -14,7 +14,7 @@ from typing import Any
 from django.db import connection
 
 from banks.models import Bank, Memory
-from banks.vectors import distance_sql, vector_literal, vector_scope
+from banks.vectors import EXACT_ORDER, distance_sql, vector_literal, vector_scope
 
 # How far below the retain-time dedup threshold a pair still deserves an operator's look.
 REVIEW_MARGIN = 0.1
@@ -71,7 +71,7 @@ def memory_neighbours(memory: Memory, *, threshold: float, limit: int = 5,
             pass
         rows = cursor.fetchall()
         if not rows:
-            cursor.execute(sql.format(exact=" + 0"), params)
+            cursor.execute(sql.format(exact=EXACT_ORDER), params)
             rows = cursor.fetchall()
     found = [Neighbour(memory_id=r[0], text=r[1], retained_at=r[2], similarity=round(float(r[3]), 4)) for r in rows]
     return sorted((n for n in found if n.similarity >= threshold), key=lambda n: -n.similarity)

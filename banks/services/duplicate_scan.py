@@ -26,7 +26,7 @@ from banks.models import Bank, DuplicatePair, Job, JobState, Memory
 from banks.providers import bank_embedder
 from banks.selectors.neighbours import near_duplicate_threshold
 from banks.services.jobs import job_create, job_enqueue, job_is_stale
-from banks.vectors import distance_sql, enable_iterative_scan, vector_scope
+from banks.vectors import EXACT_ORDER, distance_sql, enable_iterative_scan, vector_scope
 from memoryhub.errors import InvalidInput
 from memoryhub.queue import send_task
 
@@ -182,7 +182,7 @@ def _nearest_pairs(bank: Bank, dims: int, pks: list[int], threshold: float) -> l
 def _neighbour_rows(bank: Bank, dims: int, pks: list[int], *, exact: bool) -> list[tuple[Any, ...]]:
     """Each memory's LOOKED_AT nearest live neighbours of its model, best first: (memory pk, neighbour pk,
     similarity, marked as not a duplicate, memory text, neighbour text). ``exact``: compared one by one
-    ("+ 0" makes the ORDER BY differ from the indexed expression, and no index scope is named)."""
+    (banks.vectors.EXACT_ORDER, and no index scope named)."""
     distance = distance_sql(dims, column="m.embedding", param="q.embedding")
     scope = "TRUE" if exact else vector_scope(bank.pk, "m")
     # Vetted: {distance} and the dimension are int-cast (distance_sql), {scope} is vector_scope's fixed
@@ -196,14 +196,13 @@ def _neighbour_rows(bank: Bank, dims: int, pks: list[int], *, exact: bool) -> li
         "   AND m.archived_at IS NULL AND m.forgotten_at IS NULL AND m.id <> q.id"
         # The clause that matches the HNSW index holding this bank's rows (shared, or the bank's own).
         f"   AND {scope}"
-        f"  ORDER BY {distance}{' + 0' if exact else ''} LIMIT %s"
+        f"  ORDER BY {distance}{EXACT_ORDER if exact else ''} LIMIT %s"
         ") n WHERE q.id = ANY(%s) AND q.bank_id = %s ORDER BY q.id, n.similarity DESC"
     )
     with connection.cursor() as cursor:
         if not exact:  # keep walking the shared graph until this bank's neighbours turn up
             enable_iterative_scan(cursor, LOOKED_AT)
         cursor.execute(sql, [bank.pk, LOOKED_AT, pks, bank.pk])
-        return list(cursor.fetchall())
         return list(cursor.fetchall())
 
 

@@ -183,19 +183,22 @@ def test_a_pair_behind_a_graph_walk_that_gives_up_is_still_found(make_bank, monk
     """The walk can stop before it reaches a bank's rows (dead or foreign entries of the shared graph,
     hnsw.max_scan_tuples): a memory it brings back short is looked up exactly."""
     from banks.services import duplicate_scan
+    from banks.services.bulk_memories import MemoryRow
+    from banks.services.memory_rows import rows_insert
 
     bank, neighbour = make_bank("user-bob"), make_bank("user-neighbour")
     pair = ["Bob repairs bicycles.", "Bob repairs old bicycles."]
     for text in [*pair, "Carol grows tomatoes.", "Dana sails on Sundays."]:
         memory_retain(bank=bank, text=text, actor="test", near_dedup=False)
     # Another tenant's rows, each with the very vector of one of the pair, fill the walks' first steps.
-    embedder = bank_embedder(neighbour)
+    embedder, now = bank_embedder(neighbour), timezone.now()
     vectors = embedder.embed(pair)
-    Memory.objects.bulk_create(
-        Memory(bank=neighbour, memory_id=f"n{i:04d}", text=f"Note {i}.", retained_at=timezone.now(),
-               created_at=timezone.now(), content_hash=content_hash(f"Note {i}."), embedding=vectors[i % 2],
-               embedding_model=embedder.name, embedding_dims=embedder.dimensions)
-        for i in range(300))
+    rows_insert(neighbour.pk, [
+        MemoryRow(memory_id=f"n{i:04d}", text=f"Note {i}.", fact_type="world", memory_layer=None, tags=[],
+                  metadata={}, occurred_at=None, retained_at=now, created_at=now, source=None,
+                  content_hash=content_hash(f"Note {i}."), embedding=vectors[i % 2],
+                  embedding_model=embedder.name, embedding_dims=embedder.dimensions)
+        for i in range(300)], now)
     real = duplicate_scan.enable_iterative_scan
 
     def give_up_early(cursor, limit):  # noqa: ANN001
