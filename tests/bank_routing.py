@@ -307,14 +307,19 @@ def _stack() -> tuple[str | None, tuple[str, str] | None]:
     return None, sender
 
 
+# A statement prepared by name (memoryhub.postgres.prepared) is judged by its body; its EXECUTE names no table.
+_PREPARE = re.compile(r"^\s*PREPARE\s+\w+\s*(?:\([^)]*\))?\s*AS\s+", re.IGNORECASE)
+
+
 def wrapper(check: RoutingCheck) -> Callable[..., Any]:
     def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         if check.active and isinstance(sql, str):
             try:
                 problem = _VERDICTS[sql]
             except KeyError:
-                problem = None if (pins_one_bank(sql, check.tables) and not unpinned_tables(sql, check.tables)) \
-                    else routing_problem(sql, check.tables)
+                body = _PREPARE.sub("", sql, count=1)
+                problem = None if (pins_one_bank(body, check.tables) and not unpinned_tables(body, check.tables)) \
+                    else routing_problem(body, check.tables)
                 if len(_VERDICTS) < 50_000:
                     _VERDICTS[sql] = problem
             if problem is not None:

@@ -145,7 +145,7 @@ def _recall_process_state_reset() -> Any:
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 
 # The fakes of what is off this machine (an OpenAI-compatible server, a slow provider, an MCP session).
-pytest_plugins = ["tests.fakes"]
+pytest_plugins = ["tests.fakes", "tests.prepared_texts"]
 
 # The statement-routing check (tests/bank_routing.py), on every run (CI's too): strict unless
 # MEMORYHUB_BANK_ROUTING says report or off. Its allow-list is printed with reasons at the end.

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 from django.db import connections, models, router
 
+from memoryhub.postgres.prepared import execute_prepared
+
 M = TypeVar("M", bound=models.Model)
 
 
@@ -34,7 +36,7 @@ def first_row(model: type[M], where: str, params: Sequence[Any]) -> M | None:
     alias = router.db_for_read(model) or "default"
     connection = connections[alias]
     with connection.cursor() as cursor:
-        cursor.execute(f"{select} WHERE {where} LIMIT 1", params)  # noqa: S608  (see the docstring)
+        execute_prepared(cursor, f"{select} WHERE {where} LIMIT 1", params)  # noqa: S608  (see the docstring)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -70,7 +72,7 @@ def insert_row(instance: models.Model, names: Sequence[str], returning: Sequence
     params = [given[field.attname] if field.attname in given
               else field.get_db_prep_save(getattr(instance, field.attname), connection) for field in fields]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        execute_prepared(cursor, sql, params)
         row = cursor.fetchone()
     instance._state.adding = False
     instance._state.db = alias

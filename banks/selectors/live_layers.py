@@ -19,6 +19,7 @@ from banks.providers.embeddings import embedder_available
 from banks.selectors.recall_query import query_vector
 from banks.selectors.recall_types import RecallFilters, RecallHit, RecallTrace
 from banks.vectors import distance_sql, enable_iterative_scan
+from memoryhub.postgres.prepared import execute_prepared
 from memoryhub.replica import read_connection
 
 
@@ -101,9 +102,10 @@ def _active_directives(bank: Bank) -> list[tuple[Any, ...]]:
     if bank.pk is None:
         return []
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT model_id, scope, revision, refreshed_at, structured_doc, content "
-                       "FROM banks_mentalmodel WHERE bank_id = %s AND kind = %s AND is_active "
-                       "AND deleted_at IS NULL ORDER BY priority DESC, created_at", [bank.pk, MentalModelKind.DIRECTIVE])
+        execute_prepared(cursor, "SELECT model_id, scope, revision, refreshed_at, structured_doc, content "
+                         "FROM banks_mentalmodel WHERE bank_id = %s AND kind = %s AND is_active "
+                         "AND deleted_at IS NULL ORDER BY priority DESC, created_at",
+                         [bank.pk, MentalModelKind.DIRECTIVE])
         return cursor.fetchall()
 
 

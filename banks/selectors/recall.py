@@ -42,6 +42,7 @@ from banks.vectors import (
     vectors_pending,
     walk_breadth,
 )
+from memoryhub.postgres.prepared import execute_prepared
 from memoryhub.read_beside import read_beside
 from memoryhub.replica import read_connection, tolerates_lag
 
@@ -190,8 +191,8 @@ def hit_rows(bank_pk: int, pks: list[int]) -> dict[int, tuple[Any, ...]]:
     if not pks:
         return {}
     with read_connection().cursor() as cursor:
-        cursor.execute(f"SELECT {_HIT_COLUMNS} FROM banks_memory WHERE bank_id = %s AND id = ANY(%s)",  # noqa: S608
-                       [bank_pk, pks])
+        execute_prepared(cursor, f"SELECT {_HIT_COLUMNS} FROM banks_memory WHERE bank_id = %s AND id = ANY(%s)",  # noqa: S608
+                         [bank_pk, pks])
         return {row[0]: row for row in cursor.fetchall()}
 
 

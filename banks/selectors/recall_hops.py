@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryhub.postgres.prepared import execute_prepared
 from memoryhub.replica import read_connection
 
 SEEDS = 5
@@ -67,30 +68,8 @@ SELECT 'session', id, min(via_ord) FROM near GROUP BY id
 
 
 # Planning the statement above cost 0.5-0.8 ms of the database's CPU on every recall, running it less
-# than 0.1 ms: each connection prepares it once (its plan is the same for any seeds and bank: the
-# MATERIALIZED steps fix its order) and executes it by name. Only where the database session is the
-# client's (MEMORYHUB_DB_SESSION_SETTINGS, off behind a transaction-pooling proxy) and outlives a
-# request (MEMORYHUB_DB_CONN_MAX_AGE not 0); a prepared
-# statement lives as long as its session, whatever becomes of the transaction it was made in.
-_HOPS_NAME = "memoryhub_recall_hops"
-_PREPARED = "_memoryhub_recall_hops_prepared"  # kept on the psycopg connection: a new one starts without
-_HOPS_PREPARE = (f"PREPARE {_HOPS_NAME}(bigint[], integer, bigint, integer) AS "
-                 + _HOPS_SQL.replace("%(seeds)s", "$1").replace("%(hub)s", "$2")
-                 .replace("%(bank)s", "$3").replace("%(limit)s", "$4"))
-
-
-def _execute_hops(connection: Any, cursor: Any, seeds: list[int], bank_pk: int) -> None:
-    from django.conf import settings
-
-    # A connection closed after each request (CONN_MAX_AGE 0) would prepare on every recall: sent whole there too.
-    if not settings.MEMORYHUB_DB_SESSION_SETTINGS or not connection.settings_dict.get("CONN_MAX_AGE"):
-        cursor.execute(_HOPS_SQL, {"seeds": seeds, "hub": HUB_MENTIONS, "bank": bank_pk, "limit": LIMIT})
-        return
-    raw = connection.connection
-    if not getattr(raw, _PREPARED, False):
-        cursor.execute(_HOPS_PREPARE)
-        setattr(raw, _PREPARED, True)
-    cursor.execute(f"EXECUTE {_HOPS_NAME}(%s, %s, %s, %s)", [seeds, HUB_MENTIONS, bank_pk, LIMIT])
+# than 0.1 ms: each connection prepares it once (memoryhub.postgres.prepared; its plan is the same for any
+# seeds and bank: the MATERIALIZED steps fix its order) and executes it by name.
 
 
 def hop_lists(bank_pk: int, seeds: list[int], *, filters_sql: str = "", filters_params: list[Any] | None = None
@@ -100,9 +79,8 @@ def hop_lists(bank_pk: int, seeds: list[int], *, filters_sql: str = "", filters_
     seeds = seeds[:SEEDS]
     if not seeds:
         return {}, {}
-    connection = read_connection()
-    with connection.cursor() as cursor:
-        _execute_hops(connection, cursor, seeds, bank_pk)
+    with read_connection().cursor() as cursor:
+        execute_prepared(cursor, _HOPS_SQL, {"seeds": seeds, "hub": HUB_MENTIONS, "bank": bank_pk, "limit": LIMIT})
         rows = cursor.fetchall()
     if filters_sql and rows:
         # The recall's filters (tags, times, layers...) apply to what a hop brings too.

@@ -18,6 +18,7 @@ from django.db import connection
 
 from banks.models import Memory
 from banks.services.memory_rows import mentions_link_memory, mentions_link_named, mentions_link_pairs
+from memoryhub.postgres.prepared import execute_prepared
 
 
 def _wanted(entities: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -47,7 +48,8 @@ def _entities_insert(bank_pk: int, wanted: dict[str, dict[str, Any]]) -> None:
     different orders would deadlock."""
     ids = sorted(wanted)
     with connection.cursor() as cursor:
-        cursor.execute(
+        execute_prepared(
+            cursor,
             "INSERT INTO banks_entity (bank_id, entity_id, name, entity_type, aliases, metadata, mention_count, "
             "created_at) SELECT %s, e.entity_id, e.name, e.entity_type, "
             "ARRAY(SELECT jsonb_array_elements_text(e.aliases::jsonb))::varchar[], NULL, 0, now() "

@@ -37,6 +37,7 @@ from banks.turn_context import embedding_text
 from banks.vectors import prepare_graph_walk
 from memoryhub.errors import Conflict, InvalidInput, violated_constraint
 from memoryhub.input_rules import check_storable, check_text, utc_datetime
+from memoryhub.postgres.prepared import execute_prepared
 
 
 @dataclass
@@ -254,8 +255,8 @@ def _note_activity(bank: Bank, now: datetime) -> None:
 def _exact_duplicate(bank: Bank, digest: str) -> RetainOutcome | None:
     # Written out (Memory.objects.live() by hash): every retain asks, before anything else.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT memory_id, text FROM banks_memory WHERE bank_id = %s AND content_hash = %s "
-                       "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY id LIMIT 1", [bank.pk, digest])
+        execute_prepared(cursor, "SELECT memory_id, text FROM banks_memory WHERE bank_id = %s AND content_hash = %s "
+                         "AND archived_at IS NULL AND forgotten_at IS NULL ORDER BY id LIMIT 1", [bank.pk, digest])
         row = cursor.fetchone()
     if not row:
         return None

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import connection
 
 from banks.models import RateCounter
+from memoryhub.postgres.prepared import execute_prepared
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def rate_count(*, key: str, period: int) -> RateCount | None:
     if settings.MEMORYHUB_CACHE_URL:
         return _redis_count(settings.MEMORYHUB_CACHE_URL, key, period)
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, {"key": key, "period": period})
+        execute_prepared(cursor, _UPSERT, {"key": key, "period": period})
         count, resets_in = cursor.fetchone()
     return RateCount(count=int(count), resets_in=max(0.0, float(resets_in)))
 

@@ -103,8 +103,12 @@ def test_the_playground_shows_the_context_and_the_hop_and_can_turn_hops_off(dogs
 
 
 def _hop_statements(captured) -> list[str]:  # noqa: ANN001
-    return [q["sql"].split("(")[0].strip() for q in captured.captured_queries if "memoryhub_recall_hops" in q["sql"]
-            or "WITH seed AS MATERIALIZED" in q["sql"]]
+    from banks.selectors.recall_hops import _HOPS_SQL
+    from memoryhub.postgres.prepared import _prepared_form
+
+    name = _prepared_form(_HOPS_SQL)[0]
+    return [" ".join(q["sql"].replace(name, "hops").split("(")[0].split()[:3]) for q in captured.captured_queries
+            if name in q["sql"] or "WITH seed AS MATERIALIZED" in q["sql"]]
 
 
 def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings, monkeypatch):
@@ -116,23 +120,22 @@ def test_the_hop_statement_is_prepared_once_per_connection(dogs, settings, monke
     with CaptureQueriesContext(connection) as captured:
         first, _ = ask(bank, "sprinted dalmatian")
         second, _ = ask(bank, "sprinted dalmatian")
-    assert _hop_statements(captured) == ["PREPARE memoryhub_recall_hops", "EXECUTE memoryhub_recall_hops",
-                                         "EXECUTE memoryhub_recall_hops"]
+    assert _hop_statements(captured) == ["PREPARE hops AS", "EXECUTE hops", "EXECUTE hops"]
     assert ids["owner"] in {h.memory_id for h in first} and first == second
     # A new connection (the old one closed, as after a restart of the database) prepares it again.
     connection.close()
     with CaptureQueriesContext(connection) as captured:
         again, _ = ask(bank, "sprinted dalmatian")
-    assert _hop_statements(captured) == ["PREPARE memoryhub_recall_hops", "EXECUTE memoryhub_recall_hops"]
+    assert _hop_statements(captured) == ["PREPARE hops AS", "EXECUTE hops"]
     # A connection that lasts one request would prepare it each time: the statement is sent whole.
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
     with CaptureQueriesContext(connection) as captured:
         ask(bank, "sprinted dalmatian")
-    assert _hop_statements(captured) == ["WITH seed AS MATERIALIZED"]
+    assert _hop_statements(captured) == ["WITH seed AS"]
     monkeypatch.undo()
     # Behind a transaction-pooling proxy the session is not the client's: the statement is sent whole.
     settings.MEMORYHUB_DB_SESSION_SETTINGS = False
     with CaptureQueriesContext(connection) as captured:
         plain, _ = ask(bank, "sprinted dalmatian")
-    assert _hop_statements(captured) == ["WITH seed AS MATERIALIZED"]
+    assert _hop_statements(captured) == ["WITH seed AS"]
     assert [h.memory_id for h in plain] == [h.memory_id for h in first] == [h.memory_id for h in again]

@@ -151,7 +151,7 @@ def test_playground_compares_two_configurations(bank, operator, operator_client)
     assert Client().get(url).status_code == 302  # to the login page
 
 
-def test_recall_reads_no_vectors_back_and_counts_words_in_one_statement(bank):
+def test_recall_reads_no_vectors_back_and_counts_words_in_one_statement(bank, monkeypatch):
     from django.core.cache import cache
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -161,6 +161,8 @@ def test_recall_reads_no_vectors_back_and_counts_words_in_one_statement(bank):
     for text in ("Alice plays the cello.", "Bob plays the drums on Fridays.", "Carol sings in a choir."):
         memory_retain(bank=bank, text=text, actor="test")
     counts = []
+    # Statements sent whole (not prepared by name, memoryhub.postgres.prepared): their text is what is read.
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
     for query in ("cello", "who plays the cello drums choir on fridays with alice bob and carol"):
         cache.clear()
         clear_recall_memos()  # the bank's size and average length are kept: count them both times

@@ -31,6 +31,10 @@ from django.utils import timezone
 from memoryhub import replica
 from memoryhub.embedded import postgres_bin_dir
 from memoryhub.replica import REPLICA_ALIAS
+from tests.prepared_texts import ran
+
+# The statements a request sent are read by their text, also those run by a prepared name.
+pytestmark = pytest.mark.usefixtures("prepared_texts")
 
 WAIT_SECONDS = 180  # a bound on waits for the standby, never an expectation of speed
 FERRY = "The harbour ferry leaves at seven from pier four."
@@ -190,6 +194,7 @@ def _recall(api: Any, bank_id: str = "user-alice") -> tuple[list[str], list[str]
 def _reads_memories(statements: list[str]) -> bool:
     """A plain read of memories: not a write that starts with a CTE (the recall marks pick their rows in
     one, FOR UPDATE), which belongs on the primary."""
+    statements = ran(statements)
     return any("banks_memory" in sql and sql.lstrip().upper().startswith(("SELECT", "WITH"))
                and not re.search(r"\b(INSERT|UPDATE|DELETE)\b", sql, re.IGNORECASE) for sql in statements)
 

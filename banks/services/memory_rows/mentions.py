@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from django.db import connection
 
+from memoryhub.postgres.prepared import execute_prepared
+
 
 def mentions_count(bank_pk: int, deltas: dict[int, int]) -> None:
     """Move each entity's ``mention_count`` by its delta, in one statement, rows locked in id order (two
@@ -20,7 +22,8 @@ def mentions_count(bank_pk: int, deltas: dict[int, int]) -> None:
         return
     pks = sorted(deltas)
     with connection.cursor() as cursor:
-        cursor.execute(
+        execute_prepared(
+            cursor,
             "UPDATE banks_entity e SET mention_count = GREATEST(e.mention_count + d.delta, 0) "
             "FROM unnest(%s::bigint[], %s::int[]) AS d(id, delta) WHERE e.bank_id = %s AND e.id = d.id AND e.id IN "
             "(SELECT id FROM banks_entity WHERE bank_id = %s AND id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)",
@@ -121,7 +124,8 @@ def mentions_link_memory(bank_pk: int, memory_pk: int, entity_ids: Sequence[str]
     those newly linked), the new ones counted unless ``count`` is False. A statement of its own after the
     entities' insert: it must see entities other writers committed while that insert waited."""
     with connection.cursor() as cursor:
-        cursor.execute(
+        execute_prepared(
+            cursor,
             "WITH e AS (SELECT id FROM banks_entity WHERE bank_id = %s AND entity_id = ANY(%s)), "
             "linked AS (INSERT INTO banks_memoryentity (bank_id, memory_id, entity_id) "
             "SELECT %s, %s, e.id FROM e ON CONFLICT ON CONSTRAINT memory_entity_unique DO NOTHING "
