@@ -160,8 +160,10 @@ class MiniLMEmbedder:
 
     @contextlib.contextmanager
     def _blas_threads(self) -> Iterator[None]:
-        """At most ``threads`` BLAS threads while the model runs (None or 0: BLAS decides)."""
-        if self._blas is None:
+        """At most ``threads`` BLAS threads while the numpy model runs (None or 0: BLAS decides). ONNX
+        Runtime keeps its own threads (minilm_onnx.OnnxForward) and calls no BLAS: nothing to limit there,
+        and asking threadpoolctl on every call cost about 1 % of a served web worker's time (py-spy)."""
+        if self._blas is None or self._onnx is not None:
             yield
             return
         with self._blas.limit(limits=self.threads, user_api="blas"):

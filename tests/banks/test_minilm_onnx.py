@@ -304,3 +304,25 @@ def test_health_says_which_weights_this_process_runs(settings, client) -> None:
         assert "weights" not in client.get("/health").json()["embeddings"]
     finally:
         embeddings._cached.cache_clear()
+
+
+def test_blas_threads_are_limited_for_the_numpy_model_only(monkeypatch) -> None:
+    limited: list[str] = []
+
+    class Controller:
+        def __init__(self, runtime: str) -> None:
+            self.runtime = runtime
+
+        def limit(self, limits, user_api):  # noqa: ANN001, ANN202
+            import contextlib
+
+            limited.append(self.runtime)
+            assert (limits, user_api) == (1, "blas")
+            return contextlib.nullcontext()
+
+    for runtime in ("numpy", "onnx"):
+        model = MiniLMEmbedder(runtime=runtime, threads=1)
+        model._blas = Controller(runtime)
+        model.embed_one("The heron waded at dawn.")
+    # ONNX Runtime calls no BLAS (its own threads are set on its session): nothing to ask each call.
+    assert limited == ["numpy"]
