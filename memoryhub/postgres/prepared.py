@@ -2,13 +2,14 @@
 
 Parsing and planning a statement is a third of what the database spends on a recall's small
 statements and a quarter of a retain's (``log_parser_stats`` / ``log_planner_stats`` on the load
-bench's statements: 0.34 of 2.46 ms a recall, 0.69 + 0.63 of 5.21 ms a retain). The statements routed
+bench's statements: 0.34 + 0.60 of 2.46 ms a recall, 0.69 + 0.63 of 5.21 ms a retain). The statements routed
 here have a fixed text (values are parameters) and a plan that does not depend on the values: a key
 lookup, an insert, an update by key. Each connection prepares such a statement on first use
 (``PREPARE``, parameter types inferred from the statement) and afterwards sends ``EXECUTE name(...)``:
 PostgreSQL plans it with its values for the first five runs and then keeps a generic plan where that
-costs no more. ``bench/statement_cpu.py --requests 500``, five alternated pairs on the load bench's bank:
-recall 3.26 → 2.92 ms of the database's CPU, retain 4.54 → 4.04 ms (docs/benchmarks.md, "Load").
+costs no more. ``bench/statement_cpu.py --requests 500``, four alternated pairs on the load bench's bank:
+recall 3.59 → 3.35 ms of the database's CPU, retain 4.30 → 3.61 ms (docs/benchmarks.md, "Statements
+prepared once per connection").
 
 Left to plain execution:
 - statements whose best plan depends on their values (the keyword arm's BM25 and word counts, whose
