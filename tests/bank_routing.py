@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from tests.prepared_texts import prepared_body
+
 MODE_VARIABLE = "MEMORYHUB_BANK_ROUTING"
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIRS = ("banks", "curation", "portability", "agents", "memoryhub", "config")
@@ -307,17 +309,15 @@ def _stack() -> tuple[str | None, tuple[str, str] | None]:
     return None, sender
 
 
-# A statement prepared by name (memoryhub.postgres.prepared) is judged by its body; its EXECUTE names no table.
-_PREPARE = re.compile(r"^\s*PREPARE\s+\w+\s*(?:\([^)]*\))?\s*AS\s+", re.IGNORECASE)
-
-
 def wrapper(check: RoutingCheck) -> Callable[..., Any]:
     def execute(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         if check.active and isinstance(sql, str):
             try:
                 problem = _VERDICTS[sql]
             except KeyError:
-                body = _PREPARE.sub("", sql, count=1)
+                # A statement prepared by name (memoryhub.postgres.prepared) is judged by its body; its
+                # EXECUTE names no table.
+                body = prepared_body(sql)
                 problem = None if (pins_one_bank(body, check.tables) and not unpinned_tables(body, check.tables)) \
                     else routing_problem(body, check.tables)
                 if len(_VERDICTS) < 50_000:

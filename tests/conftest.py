@@ -142,10 +142,12 @@ def _recall_process_state_reset() -> Any:
     clear_recall_memos()  # per-process figures of banks (sizes, word counts) that the next test's banks may reuse
 
 
+# prepared_texts: what a statement prepared by name stands for (tests that read the statements a request ran).
+from tests.prepared_texts import prepared_texts  # noqa: E402,F401  (fixture)
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 
 # The fakes of what is off this machine (an OpenAI-compatible server, a slow provider, an MCP session).
-pytest_plugins = ["tests.fakes", "tests.prepared_texts"]
+pytest_plugins = ["tests.fakes"]
 
 # The statement-routing check (tests/bank_routing.py), on every run (CI's too): strict unless
 # MEMORYHUB_BANK_ROUTING says report or off. Its allow-list is printed with reasons at the end.

@@ -13,7 +13,8 @@ from memoryhub.postgres import prepared
 
 _TEXTS: dict[str, str] = {}
 _EXECUTE = re.compile(r"^\s*EXECUTE\s+(\w+)")
-_PREPARE = re.compile(r"^\s*PREPARE\s+\w+\s+AS\s+")
+# A PREPARE's head, with the parameter types it may declare: what comes after it is the statement.
+_PREPARE = re.compile(r"^\s*PREPARE\s+\w+\s*(?:\([^)]*\))?\s*AS\s+", re.IGNORECASE)
 
 
 @pytest.fixture
@@ -28,6 +29,11 @@ def prepared_texts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(prepared, "_prepared_form", recording)
     yield
+
+
+def prepared_body(sql: str) -> str:
+    """The statement a PREPARE prepares (any other statement as it is)."""
+    return _PREPARE.sub("", sql, count=1)
 
 
 def ran(statements: list[str]) -> list[str]:
