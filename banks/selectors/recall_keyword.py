@@ -299,9 +299,11 @@ def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: in
         weights = [idf(dfs[lx], max(total, dfs[lx])) for lx in present]
         rare = [lx for lx in present if dfs[lx] <= COMMON_DF]
         selecting = rare or present
-        norm = f"{K1} * ({1 - B} + {B} * s.doc_len / %s::float8)"
+        # The row's length normalisation, once per row and in float8: written per term, ``0.75 * length``
+        # was numeric arithmetic (a numeric literal times an integer) repeated for every query lexeme.
+        norm = f"{K1}::float8 * ({1 - B}::float8 + {B}::float8 * length(c.v)::float8 / %s::float8)"
         # One term per query lexeme; a lexeme the row lacks has a count of 0 and adds nothing.
-        terms = " + ".join(f"%s::float8 * s.t{i} * {K1 + 1} / (s.t{i} + {norm})" for i in range(len(present)))
+        terms = " + ".join(f"%s::float8 * s.t{i} * {K1 + 1}::float8 / (s.t{i} + s.norm)" for i in range(len(present)))
         counts = ", ".join(f"{_TERM_COUNT} AS t{i}" for i in range(len(present)))
         candidates, candidate_params = _candidates_sql(selecting, where, params, limit)
         # Vetted: {terms}/{counts}/{norm} are built above from placeholders, indexes and module floats,
@@ -309,12 +311,9 @@ def keyword_arm(bank: Bank, query: str, where: str, params: list[Any], limit: in
         # OFFSET 0 keeps the counts computed once per row (a flattened subquery would repeat them per use).
         sql = (
             f"SELECT s.id, {terms} AS score FROM ("  # noqa: S608
-            f"SELECT c.id, length(c.v) AS doc_len, {counts} FROM ({candidates}) c OFFSET 0) s "
+            f"SELECT c.id, {norm} AS norm, {counts} FROM ({candidates}) c OFFSET 0) s "
             f"ORDER BY score DESC, s.id DESC LIMIT %s"
         )
-        term_params: list[Any] = []
-        for weight in weights:
-            term_params += [weight, avg_len]
-        rows = postings_query(cursor, sql, [*term_params, *(tsquery_literal(lx) for lx in present),
+        rows = postings_query(cursor, sql, [*weights, avg_len, *(tsquery_literal(lx) for lx in present),
                                             *candidate_params, limit])
         return [(r[0], float(r[1])) for r in rows]

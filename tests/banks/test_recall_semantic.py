@@ -4,6 +4,7 @@ their model, BM25 on the keyword arm, per-hit arm ranks in the trace, and the pl
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -108,6 +109,26 @@ def test_keyword_arm_scores_bm25_with_term_counts_and_document_lengths(bank):
                        for pk, tf in counts.items() if tf), key=lambda row: -row[1])
     assert [pk for pk, _ in scored] == [pk for pk, _ in expected]
     assert [score for _, score in scored] == pytest.approx([score for _, score in expected], rel=1e-9)
+
+
+def test_the_bm25_statement_scores_in_float8_without_numeric_arithmetic(bank):
+    """A module float beside an integer (``0.75 * length``) is numeric arithmetic in PostgreSQL, which the
+    planner repeated for every query lexeme of every candidate: a third of the statement (docs/benchmarks.md)."""
+    memory_retain(bank=bank, text="Kestrel kestrel over the quiet dunes at dawn.", actor="test")
+    where = "m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL"
+    sent: list[tuple[str, Any]] = []
+
+    def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        assert keyword_arm(bank, "kestrel dunes dawn", where, [bank.pk], 5)
+    [(sql, params)] = [(s, p) for s, p in sent if s.startswith("SELECT s.id")]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN VERBOSE " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "length(" in plan and "numeric" not in plan, plan
 
 
 def test_trace_tells_each_hits_rank_in_every_arm(api, bank):
