@@ -113,7 +113,8 @@ def test_keyword_arm_scores_bm25_with_term_counts_and_document_lengths(bank):
 
 def test_the_bm25_statement_scores_in_float8_without_numeric_arithmetic(bank):
     """A module float beside an integer (``0.75 * length``) is numeric arithmetic in PostgreSQL, which the
-    planner repeated for every query lexeme of every candidate: a third of the statement (docs/benchmarks.md)."""
+    planner repeated for every query lexeme of every candidate: 17.9 against 12.1 ms for a twelve-lexeme question
+    (docs/benchmarks.md, "BM25 in float8")."""
     memory_retain(bank=bank, text="Kestrel kestrel over the quiet dunes at dawn.", actor="test")
     where = "m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL"
     sent: list[tuple[str, Any]] = []
