@@ -28,16 +28,43 @@ from tests.bank_routing import WORKER_LOG_VARIABLE, worker_log
 REPO = Path(__file__).resolve().parent.parent
 
 
+# A killed worker's backends outlive it until they next read from its socket: one running the worker's
+# last statement (a batch's COMMIT, say) finishes it first, so a test reading the database right after
+# the kill can see the state before that commit, and the state after it a moment later.
+BACKENDS_END_SECONDS = 30
+
+
 @dataclass
 class WorkerProcess:
     process: subprocess.Popen[bytes]
     queue: str
     log: Path
+    # The application_name of the worker's database sessions (PGAPPNAME): how its backends are found.
+    session_name: str
 
-    def kill(self) -> None:
-        """SIGKILL, as a crash or an OOM kill would: no chance to clean up."""
+    def kill(self, *, wait_for_sessions: bool = True) -> None:
+        """SIGKILL, as a crash or an OOM kill would: no chance to clean up. Returns once the worker's
+        database sessions have ended too (``sessions_ended``), so what its last statement committed is
+        committed; ``wait_for_sessions=False`` where the test itself holds a lock one of them waits on."""
         self.process.kill()
         self.process.wait(timeout=30)
+        if wait_for_sessions:
+            self.sessions_ended()
+
+    def sessions_ended(self) -> None:
+        """Wait until none of the worker's database sessions is left."""
+        deadline = time.monotonic() + BACKENDS_END_SECONDS
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                               [self.session_name])
+                left = cursor.fetchone()[0]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{left} database session(s) of the worker {self.session_name!r} still "
+                                     f"open {BACKENDS_END_SECONDS} s after it ended")
+            time.sleep(0.05)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -71,6 +98,9 @@ def start_worker(tmp_path: Path, broker: str, *, queue: str | None = None, queue
         # The worker embeds as the test process does, so vectors written on either side compare.
         "MEMORYHUB_EMBEDDINGS": settings.MEMORYHUB_EMBEDDINGS,
     }
+    # Its own name on its database sessions (libpq reads PGAPPNAME), so a kill can wait for them.
+    session_name = f"pytest {os.getpid()} worker {uuid.uuid4().hex[:8]}"
+    env["PGAPPNAME"] = session_name
     env.pop("MEMORYHUB_CELERY_EAGER", None)
     # The worker's statements go through the routing check too (tests/routed_worker.py).
     routing_log = worker_log(tmp_path)
@@ -85,7 +115,7 @@ def start_worker(tmp_path: Path, broker: str, *, queue: str | None = None, queue
          *(["-B", "-s", str(tmp_path / f"beat-{queue}")] if beat else [])],
         cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )
-    worker = WorkerProcess(process=process, queue=queue, log=log)
+    worker = WorkerProcess(process=process, queue=queue, log=log, session_name=session_name)
     deadline = time.monotonic() + 60
     while "ready." not in worker.output():
         if process.poll() is not None or time.monotonic() > deadline:

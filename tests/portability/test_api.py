@@ -209,7 +209,9 @@ def test_a_killed_import_can_run_again_without_duplicates(worker_roots, celery_w
         with transaction.atomic():
             Job.objects.select_for_update().get(pk=job_id)
             wait_for(lambda: _blocked_after_a_batch(batch), timeout=120, interval=0.05)
-            celery_worker.kill()
+            # Its session waits on this very lock: it can end only once the lock is let go.
+            celery_worker.kill(wait_for_sessions=False)
+        celery_worker.sessions_ended()
         assert Job.objects.get(pk=job_id).state == "running"  # it died without a word
         partial = Memory.objects.count()
         # Whole committed batches landed (the first, or the second had the test been slow to lock), never all.
