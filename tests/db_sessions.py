@@ -3,7 +3,8 @@
 A test database is dropped when its run ends, and PostgreSQL refuses while any other session is on it
 ("being accessed by other users"): the database then stays behind on the test server. Every
 connection the test process opens is named after its thread (``application_name``), and the processes
-it starts (web servers, Celery workers) inherit a name saying whose children they are (``PGAPPNAME``).
+it starts (web servers) inherit a name saying whose children they are (``PGAPPNAME``); a Celery worker's
+name also says which worker it is (tests/worker.py), so a test can wait for a killed one's sessions.
 At the end, sessions still open are listed by those names and ended, so the drop goes through and the
 run says which thread or child forgot its connection.
 """
