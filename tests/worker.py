@@ -24,6 +24,7 @@ from django.db import connection
 
 from config.celery import app as celery_app
 from tests.bank_routing import WORKER_LOG_VARIABLE, worker_log
+from tests.db_sessions import sessions_on_the_test_database
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,18 +54,8 @@ class WorkerProcess:
 
     def sessions_ended(self) -> None:
         """Wait until none of the worker's database sessions is left."""
-        deadline = time.monotonic() + BACKENDS_END_SECONDS
-        while True:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                               [self.session_name])
-                left = cursor.fetchone()[0]
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{left} database session(s) of the worker {self.session_name!r} still "
-                                     f"open {BACKENDS_END_SECONDS} s after it ended")
-            time.sleep(0.05)
+        wait_for(lambda: all(name != self.session_name for _, name, _, _ in sessions_on_the_test_database()),
+                 timeout=BACKENDS_END_SECONDS, interval=0.05)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""

@@ -4,12 +4,12 @@ their model, BM25 on the keyword arm, per-hit arm ranks in the trace, and the pl
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import numpy as np
 import pytest
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from banks.models import Bank, BankMembership, Memory
 from banks.providers import embeddings as embeddings_module
@@ -117,17 +117,11 @@ def test_the_bm25_statement_scores_in_float8_without_numeric_arithmetic(bank):
     (docs/benchmarks.md, "BM25 in float8")."""
     memory_retain(bank=bank, text="Kestrel kestrel over the quiet dunes at dawn.", actor="test")
     where = "m.bank_id = %s AND m.archived_at IS NULL AND m.forgotten_at IS NULL"
-    sent: list[tuple[str, Any]] = []
-
-    def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(capture):
+    with CaptureQueriesContext(connection) as sent:
         assert keyword_arm(bank, "kestrel dunes dawn", where, [bank.pk], 5)
-    [(sql, params)] = [(s, p) for s, p in sent if s.startswith("SELECT s.id")]
+    [sql] = [q["sql"] for q in sent.captured_queries if q["sql"].startswith("SELECT s.id")]  # values bound
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN VERBOSE " + sql, params)
+        cursor.execute("EXPLAIN VERBOSE " + sql.replace("%", "%%"))
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "length(" in plan and "numeric" not in plan, plan
 
