@@ -340,6 +340,8 @@ def main() -> None:
     # rewrites every row of the bank: vacuumed after it, as before any other run.
     if bank_vector_indexes_grow():
         vacuum(bank)
+    bank.refresh_from_db(fields=["own_vector_index"])
+    print(f"  its vectors: {'on its own graph' if bank.own_vector_index else 'on the shared graph'}", flush=True)
     tokens = [token_create(name=f"load-bench-{i}", actor="load-bench",
                            grants=[{"bank": bank.bank_id, "permissions": ["read", "write"]}])[1]
               for i in range(args.clients)]
