@@ -18,9 +18,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 from django.conf import settings
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pid_running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie waiting for its parent has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_until(predicate, timeout: float, what: str, log: Path | None = None):  # noqa: ANN001, ANN201
+    """Poll ``predicate()`` until it is truthy and return its value; else fail with ``what`` and the
+    tail of the process's ``log``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
+    pytest.fail(f"{what} within {timeout:.0f} s\n{tail}")
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -24,6 +23,7 @@ from memoryhub.embedded import (
     release_embedded_database,
     restart_embedded_database,
 )
+from tests.live_process import pid_running, wait_until
 from tests.worker import REPO, _database_url
 
 STARTED = re.compile(r"(\w+) started \(pid (\d+)\)")
@@ -33,25 +33,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def pid_running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_until(predicate, timeout: float, what: str, log: Path | None = None):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
-    pytest.fail(f"{what} within {timeout:.0f} s\n{tail}")
 
 
 def started(log: Path) -> list[tuple[str, int]]:

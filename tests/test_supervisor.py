@@ -11,6 +11,7 @@ import time
 import pytest
 
 from config.supervisor import Backoff, CallbackService, ProcessService, Supervisor
+from tests.live_process import pid_running
 
 
 class FakeClock:
@@ -199,21 +200,13 @@ def test_process_service_reports_how_a_child_died_and_sweeps_its_group(tmp_path)
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert service.exit_description() == "was killed by SIGKILL"
-    assert _pid_running(grandchild)  # orphaned, as a crashed gunicorn master's workers are
+    assert pid_running(grandchild)  # orphaned, as a crashed gunicorn master's workers are
     service.after_exit()
     # The grandchild was in the child's process group: gone too (reaped by init, so poll /proc).
     deadline = time.monotonic() + 10
-    while _pid_running(grandchild):
+    while pid_running(grandchild):
         assert time.monotonic() < deadline, "grandchild outlived its process group"
         time.sleep(0.05)
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_process_service_stops_its_child_with_sigterm():

@@ -10,14 +10,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 
 from banks.models import Bank
 from banks.providers import embeddings
@@ -26,6 +23,7 @@ from banks.services.tokens import token_create
 from config import gunicorn_config
 from config.management.commands.serve import gunicorn_command
 from tests.fakes import FakeOpenAI, local_server
+from tests.live_process import pid_running, server_env, wait_until
 from tests.worker import _database_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,23 +143,6 @@ def test_a_failed_load_in_the_master_leaves_the_workers_to_load_their_own(monkey
 BOOTED = re.compile(r"Booting worker with pid: (\d+)")
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_for(predicate: Callable[[], Any], seconds: float, what: str, log: Path) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"{what} within {seconds:.0f} s\n{log.read_text(errors='replace')[-4000:]}")
-
-
 @pytest.mark.usefixtures("transactional_db")
 def test_a_leaving_web_worker_is_replaced_at_once_and_the_master_stops(tmp_path: Path) -> None:
     """gunicorn as ``serve`` runs it, with MiniLM loaded in the master: a worker that leaves (a stop, or
@@ -169,27 +150,24 @@ def test_a_leaving_web_worker_is_replaced_at_once_and_the_master_stops(tmp_path:
     yet used to hang in ONNX Runtime's exit handlers (config.gunicorn_config.worker_exit) until gunicorn's
     120 s timeout killed it, one worker fewer meanwhile; a stop waited 30 s and killed the rest."""
     sock, log = tmp_path / "web.sock", tmp_path / "gunicorn.log"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "MEMORYHUB_EMBEDDED_DATABASE_URL": _database_url(),
-           "MEMORYHUB_VAR_DIR": str(tmp_path / "var"), "SECRET_KEY": settings.SECRET_KEY,
-           "MEMORYHUB_EMBEDDINGS": "minilm", "MEMORYHUB_EMBED_THREADS": "1", "MEMORYHUB_PORTABILITY_ROOTS": "off"}
-    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "MEMORYHUB_CACHE_URL", "MEMORYHUB_DEV"):
-        env.pop(name, None)
+    env = server_env(_database_url(), MEMORYHUB_VAR_DIR=str(tmp_path / "var"), MEMORYHUB_EMBEDDINGS="minilm",
+                     MEMORYHUB_EMBED_THREADS="1", MEMORYHUB_PORTABILITY_ROOTS="off")
     with log.open("wb") as out:
         master = subprocess.Popen(gunicorn_command(f"unix:{sock}", workers=1, threads=1, timeout=120), cwd=REPO,
                                   env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_for(lambda: "loaded once for every worker" in log.read_text(errors="replace"), 180,
-                  "the master did not load the model", log)
-        first = int(_wait_for(lambda: BOOTED.findall(log.read_text(errors="replace")), 60,
-                              "no worker booted", log)[0])
+        wait_until(lambda: "loaded once for every worker" in log.read_text(errors="replace"), 180,
+                   "the master did not load the model", log)
+        first = int(wait_until(lambda: BOOTED.findall(log.read_text(errors="replace")), 60,
+                               "no worker booted", log)[0])
         with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock))) as client:
-            _wait_for(lambda: client.get("http://localhost/live", timeout=10).status_code == 200, 60,
-                      "the worker did not answer", log)
+            wait_until(lambda: client.get("http://localhost/live", timeout=10).status_code == 200, 60,
+                       "the worker did not answer", log)
 
         os.kill(first, signal.SIGTERM)
-        _wait_for(lambda: not _running(first), 20, f"the leaving worker {first} did not end", log)
-        second = int(_wait_for(lambda: [p for p in BOOTED.findall(log.read_text(errors="replace"))
-                                        if int(p) != first], 20, "no worker took its place", log)[0])
+        wait_until(lambda: not pid_running(first), 20, f"the leaving worker {first} did not end", log)
+        second = int(wait_until(lambda: [p for p in BOOTED.findall(log.read_text(errors="replace"))
+                                         if int(p) != first], 20, "no worker took its place", log)[0])
         # A worker that has embedded leaves too: it used to die of SIGABRT in the same exit handlers.
         bank = Bank.objects.create(bank_id="leaving-worker")
         _, secret = token_create(name="leaving-worker", actor="test",
@@ -201,7 +179,7 @@ def test_a_leaving_web_worker_is_replaced_at_once_and_the_master_stops(tmp_path:
 
         master.send_signal(signal.SIGTERM)
         assert master.wait(timeout=20) == 0, log.read_text(errors="replace")[-4000:]
-        assert not _running(second)
+        assert not pid_running(second)
         text = log.read_text(errors="replace")
         assert "Exception during worker exit" not in text
         assert "SIGABRT" not in text and "terminate called" not in text, text[-4000:]
