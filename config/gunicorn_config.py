@@ -68,6 +68,8 @@ def worker_exit(server: Any, worker: Any) -> None:
     (tests/banks/test_model_before_fork.py)."""
     if not _model_before_fork:
         return
+    # The interpreter would first join non-daemon threads: a worker leaves between requests, and the
+    # threads a request starts are daemons (read_beside, usage) or joined before it answers (import_batches).
     leaving = sys.exc_info()[1]  # gunicorn calls this while the worker's SystemExit unwinds
     code = leaving.code if isinstance(leaving, SystemExit) else (1 if leaving is not None else 0)
     if not isinstance(code, int):
