@@ -33,7 +33,8 @@ def pid_running(pid: int) -> bool:
         return False
 
 
-def wait_until(predicate, timeout: float, what: str, log: Path | None = None):  # noqa: ANN001, ANN201
+def wait_until(predicate, timeout: float, what: str, log: Path | None = None,  # noqa: ANN001, ANN201
+               interval: float = 0.2):
     """Poll ``predicate()`` until it is truthy and return its value; else fail with ``what`` and the
     tail of the process's ``log``."""
     deadline = time.monotonic() + timeout
@@ -41,7 +42,7 @@ def wait_until(predicate, timeout: float, what: str, log: Path | None = None):  
         value = predicate()
         if value:
             return value
-        time.sleep(0.2)
+        time.sleep(interval)
     tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
     pytest.fail(f"{what} within {timeout:.0f} s\n{tail}")
 

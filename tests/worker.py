@@ -25,6 +25,7 @@ from django.db import connection
 from config.celery import app as celery_app
 from tests.bank_routing import WORKER_LOG_VARIABLE, worker_log
 from tests.db_sessions import sessions_on_the_test_database
+from tests.live_process import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -140,10 +141,4 @@ def celery_worker(transactional_db: None, tmp_path: Path) -> Iterator[WorkerProc
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):  # noqa: ANN001, ANN201
     """Poll until ``predicate()`` is truthy; returns its value or fails the test with a message."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"condition not met within {timeout} s")
+    return wait_until(predicate, timeout, "condition not met", interval=interval)
